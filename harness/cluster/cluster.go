@@ -1,0 +1,359 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options configures a cluster. The zero value is a cluster on real time with
+// the binaries from `make bins` and no CRDs.
+type Options struct {
+	// AssetsDir is the folder with etcd, kube-apiserver,
+	// kube-controller-manager and kube-scheduler. Empty: $KUBEPROP_ASSETS,
+	// else $KUBEBUILDER_ASSETS, else bin/k8s/<KubernetesVersion> in the
+	// working directory or a folder above it.
+	AssetsDir string
+
+	// CRDDirectoryPaths are folders (or files) of CustomResourceDefinitions
+	// to install. A path that does not exist is an error.
+	CRDDirectoryPaths []string
+
+	// TimeScale is cluster seconds per wall second: 10 makes the node
+	// monitor grace period of 50 s pass in 5 s. Zero means 1.
+	TimeScale float64
+
+	// APIServerPort is the API server's port on 127.0.0.1. Zero picks a
+	// free one.
+	APIServerPort int
+
+	// StartTimeout bounds the start of each component. Zero means 60 s.
+	StartTimeout time.Duration
+}
+
+// MaxTimeScale bounds TimeScale: beyond it the scaled node-monitor period
+// falls under 10 ms of wall time and the control plane spends its time on
+// heartbeats.
+const MaxTimeScale = 500
+
+func (o Options) withDefaults() Options {
+	if o.TimeScale == 0 {
+		o.TimeScale = 1
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.TimeScale < 0 || o.TimeScale > MaxTimeScale || math.IsNaN(o.TimeScale) {
+		return fmt.Errorf("TimeScale %v is out of range: it is cluster seconds per wall second, from 1 (real time) up to %d", o.TimeScale, MaxTimeScale)
+	}
+	if o.TimeScale < 1 {
+		return fmt.Errorf("TimeScale %v is below 1: the cluster cannot run slower than real time, use 1", o.TimeScale)
+	}
+	if o.APIServerPort < 0 || o.APIServerPort > 65535 {
+		return fmt.Errorf("APIServerPort %d is not a TCP port; use 1-65535, or 0 for a free one", o.APIServerPort)
+	}
+	for _, p := range o.CRDDirectoryPaths {
+		if _, err := os.Stat(p); err != nil {
+			abs, _ := filepath.Abs(p)
+			return fmt.Errorf("CRD path %q (%s) does not exist: CRDDirectoryPaths takes folders or files of CustomResourceDefinition YAML, relative to the test's package folder: %w", p, abs, err)
+		}
+	}
+	return nil
+}
+
+// Identities of the actors the harness runs. Each has its own user so that
+// the audit log attributes every request.
+const (
+	UserControllerManager = "system:kube-controller-manager"
+	UserScheduler         = "system:kube-scheduler"
+)
+
+// Cluster is a running control plane.
+type Cluster struct {
+	opts     Options
+	dir      string
+	assets   string
+	env      *envtest.Environment
+	kcm      *child
+	sched    *child
+	reaper   *os.File
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler and returns when all four are healthy. On error nothing is
+// left running.
+func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	assets, err := findAssets(opts.AssetsDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersions(assets); err != nil {
+		return nil, err
+	}
+	if opts.APIServerPort != 0 {
+		if err := checkPortFree(opts.APIServerPort); err != nil {
+			return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "kubeprop-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the cluster folder: %w", err)
+	}
+	c := &Cluster{opts: opts, dir: dir, assets: assets}
+	c.reaper, err = startReaper(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = c.Stop()
+		}
+	}()
+	if err := c.startControlPlane(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := c.startControllerManager(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startScheduler(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) startControlPlane() error {
+	etcdLog, err := os.Create(filepath.Join(c.dir, "etcd.log"))
+	if err != nil {
+		return fmt.Errorf("creating the etcd log: %w", err)
+	}
+	defer etcdLog.Close()
+	apiLog, err := os.Create(filepath.Join(c.dir, "kube-apiserver.log"))
+	if err != nil {
+		return fmt.Errorf("creating the kube-apiserver log: %w", err)
+	}
+	defer apiLog.Close()
+	if err := os.WriteFile(c.auditPolicyPath(), []byte(auditPolicy), 0o600); err != nil {
+		return fmt.Errorf("writing the audit policy: %w", err)
+	}
+
+	apiServer := &envtest.APIServer{
+		CertDir:      filepath.Join(c.dir, "apiserver"),
+		Out:          apiLog,
+		Err:          apiLog,
+		StartTimeout: c.opts.StartTimeout,
+	}
+	if c.opts.APIServerPort != 0 {
+		apiServer.SecureServing.Address = "127.0.0.1"
+		apiServer.SecureServing.Port = strconv.Itoa(c.opts.APIServerPort)
+	}
+	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
+		return fmt.Errorf("creating the kube-apiserver folder: %w", err)
+	}
+	toleration := strconv.Itoa(c.scaledSeconds(300 * time.Second))
+	apiServer.Configure().
+		Set("audit-policy-file", c.auditPolicyPath()).
+		Set("audit-log-path", c.AuditLogPath()).
+		Set("audit-log-mode", "blocking").
+		Set("audit-log-format", "json").
+		Set("default-not-ready-toleration-seconds", toleration).
+		Set("default-unreachable-toleration-seconds", toleration)
+
+	c.env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			Etcd: &envtest.Etcd{
+				DataDir:      filepath.Join(c.dir, "etcd"),
+				Out:          etcdLog,
+				Err:          etcdLog,
+				StartTimeout: c.opts.StartTimeout,
+			},
+			APIServer: apiServer,
+		},
+		BinaryAssetsDirectory:    c.assets,
+		CRDDirectoryPaths:        c.opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: c.opts.StartTimeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	if err := os.MkdirAll(c.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating the etcd folder: %w", err)
+	}
+	if _, err := c.env.Start(); err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver: %w\nlast lines of kube-apiserver's log:\n%s\nlast lines of etcd's log:\n%s",
+			err, logTail(c.dir, "kube-apiserver.log"), logTail(c.dir, "etcd.log"))
+	}
+	return nil
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context) error {
+	kubeconfig, err := c.writeKubeconfig(UserControllerManager, "kube-controller-manager.kubeconfig")
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		// Every controller but the token controller, which needs the
+		// service-account signing key; envtest's API server does not mount
+		// tokens (its ServiceAccount admission plugin is off).
+		"--controllers=*,-serviceaccount-token",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--node-monitor-grace-period=" + c.scaled(50*time.Second).String(),
+		"--node-monitor-period=" + c.scaled(5*time.Second).String(),
+		"--node-startup-grace-period=" + c.scaled(60*time.Second).String(),
+	}
+	c.kcm, err = startChild("kube-controller-manager", filepath.Join(c.assets, binControllerManager), args,
+		filepath.Join(c.dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	return c.kcm.waitHealthy(ctx, port)
+}
+
+func (c *Cluster) startScheduler(ctx context.Context) error {
+	kubeconfig, err := c.writeKubeconfig(UserScheduler, "kube-scheduler.kubeconfig")
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+	}
+	c.sched, err = startChild("kube-scheduler", filepath.Join(c.assets, binScheduler), args,
+		filepath.Join(c.dir, "kube-scheduler.log"))
+	if err != nil {
+		return err
+	}
+	return c.sched.waitHealthy(ctx, port)
+}
+
+// writeKubeconfig provisions a user in the system:masters group and writes
+// its kubeconfig into the cluster folder.
+func (c *Cluster) writeKubeconfig(user, file string) (string, error) {
+	u, err := c.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("provisioning user %s: %w", user, err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
+	}
+	path := filepath.Join(c.dir, file)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
+	}
+	return path, nil
+}
+
+// Config returns an administrator's connection to the API server.
+func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.env.Config) }
+
+// AddUser provisions a user in the system:masters group, so that an actor's
+// requests carry its own name in the audit log, and returns its connection.
+func (c *Cluster) AddUser(name string) (*rest.Config, error) {
+	u, err := c.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}},
+		&rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return nil, fmt.Errorf("provisioning user %s: %w", name, err)
+	}
+	return rest.CopyConfig(u.Config()), nil
+}
+
+// KubeconfigFor provisions a user like AddUser and writes a kubeconfig for
+// it into the cluster folder, for a controller that runs as a process.
+func (c *Cluster) KubeconfigFor(name string) (string, error) {
+	return c.writeKubeconfig(name, "user-"+fileSafe(name)+".kubeconfig")
+}
+
+// TimeScale returns cluster seconds per wall second.
+func (c *Cluster) TimeScale() float64 { return c.opts.TimeScale }
+
+// Scaled converts a cluster duration to wall time.
+func (c *Cluster) Scaled(d time.Duration) time.Duration { return c.scaled(d) }
+
+func (c *Cluster) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.opts.TimeScale)
+}
+
+// scaledSeconds converts a cluster duration to whole wall seconds, at least
+// 1, for flags that take seconds.
+func (c *Cluster) scaledSeconds(d time.Duration) int {
+	return max(1, int(math.Round(c.scaled(d).Seconds())))
+}
+
+// Dir is the folder with the cluster's logs, kubeconfigs and audit log. It
+// is removed by Stop.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Stop stops every process of the cluster and removes its folder. It is safe
+// to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		for _, ch := range []*child{c.sched, c.kcm} {
+			if ch != nil {
+				errs = append(errs, ch.stop(10*time.Second))
+			}
+		}
+		if c.env != nil {
+			if err := c.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
+			}
+		}
+		// Closing the pipe lets the watchdog kill anything left and remove
+		// the folder.
+		if c.reaper != nil {
+			c.reaper.Close()
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// fileSafe replaces what a file name should not hold.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}

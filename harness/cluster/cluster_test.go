@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// leakModeEnv makes the test binary a helper that starts a cluster and then
+// ends in the way the variable names, for TestNoLeakedProcesses.
+const leakModeEnv = "KUBEPROP_TEST_LEAK_MODE"
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
+	mode := os.Getenv(leakModeEnv)
+	if mode == "" {
+		os.Exit(m.Run())
+	}
+	c, err := Start(context.Background(), Options{TimeScale: 10})
+	if err != nil {
+		fmt.Println("start failed:", err)
+		os.Exit(3)
+	}
+	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(processesNaming(c.Dir())))
+	switch mode {
+	case "stop":
+		_ = c.Stop()
+		os.Exit(0)
+	case "signal":
+		select {} // until the parent's signal
+	default: // fail, panic, timeout: TestNoLeakedProcesses plays the part
+		code := m.Run()
+		_ = c.Stop() // as a TestMain does; panics and timeouts never get here
+		os.Exit(code)
+	}
+}
+
+// TestNoLeakedProcesses ends a test binary that runs a cluster in every way
+// a test binary ends and counts the cluster's processes afterwards.
+func TestNoLeakedProcesses(t *testing.T) {
+	switch os.Getenv(leakModeEnv) {
+	case "fail":
+		t.Error("failing on purpose: the helper's TestMain must still stop the cluster")
+		return
+	case "panic":
+		panic("panicking on purpose: the watchdog must stop the cluster")
+	case "timeout":
+		select {} // until -test.timeout fires
+	}
+
+	cases := []struct {
+		mode     string
+		signal   syscall.Signal
+		exitCode int    // of the helper
+		output   string // what the helper must have printed
+	}{
+		{mode: "stop"},
+		{mode: "fail", exitCode: 1, output: "failing on purpose"},
+		{mode: "panic", exitCode: 2, output: "panicking on purpose"},
+		{mode: "timeout", exitCode: 2, output: "test timed out after 2s"},
+		{mode: "signal", signal: syscall.SIGINT, exitCode: -1},
+		{mode: "signal", signal: syscall.SIGTERM, exitCode: -1},
+		{mode: "signal", signal: syscall.SIGKILL, exitCode: -1},
+	}
+	for _, c := range cases {
+		name := c.mode
+		if c.signal != 0 {
+			name = c.signal.String()
+		}
+		t.Run(name, func(t *testing.T) {
+			// Only fail, panic and timeout reach m.Run, and run this test.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoLeakedProcesses$", "-test.timeout=2s", "-test.v")
+			cmd.Env = append(os.Environ(), leakModeEnv+"="+c.mode)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+			var dir string
+			running := -1
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if v, ok := strings.CutPrefix(line, "cluster-dir="); ok {
+					dir = v
+				}
+				if v, ok := strings.CutPrefix(line, "processes="); ok {
+					running, _ = strconv.Atoi(v)
+					break
+				}
+				if strings.HasPrefix(line, "start failed") {
+					t.Fatal(line)
+				}
+			}
+			require.NotEmpty(t, dir, "the helper printed no cluster folder")
+			require.Equal(t, 4, running, "etcd, kube-apiserver, kube-controller-manager and kube-scheduler should run")
+			var stdout strings.Builder
+			copied := make(chan struct{})
+			go func() {
+				for sc.Scan() {
+					stdout.WriteString(sc.Text() + "\n")
+				}
+				close(copied)
+			}()
+
+			if c.signal != 0 {
+				require.NoError(t, cmd.Process.Signal(c.signal))
+			}
+			<-copied
+			_ = cmd.Wait()
+			output := stdout.String() + stderr.String()
+			require.Equal(t, c.exitCode, cmd.ProcessState.ExitCode(), "helper output:\n%s", output)
+			require.Contains(t, output, c.output)
+
+			err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+				_, statErr := os.Stat(dir)
+				return len(processesNaming(dir)) == 0 && os.IsNotExist(statErr), nil
+			})
+			require.NoError(t, err, "after the helper ended (%s), processes %v still name %s, or it still exists", name, processesNaming(dir), dir)
+		})
+	}
+}
+
+func TestBinariesMissing(t *testing.T) {
+	_, err := Start(context.Background(), Options{AssetsDir: t.TempDir()})
+	require.ErrorIs(t, err, ErrBinariesMissing)
+	for _, want := range []string{"make bins", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		require.ErrorContains(t, err, want)
+	}
+
+	t.Setenv(envAssets, "")
+	t.Setenv(envKubebuilderAssts, "")
+	t.Chdir(t.TempDir())
+	_, err = Start(context.Background(), Options{})
+	require.ErrorIs(t, err, ErrBinariesMissing)
+	require.ErrorContains(t, err, "make bins")
+	require.ErrorContains(t, err, filepath.Join("bin", "k8s", KubernetesVersion))
+}
+
+// fakeAssets makes a folder with the real binaries, except those given as
+// shell scripts.
+func fakeAssets(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	real, err := findAssets("")
+	require.NoError(t, err, "the real binaries are needed: run `make bins`")
+	dir := t.TempDir()
+	for _, b := range allBinaries {
+		path := filepath.Join(dir, b)
+		if s, ok := scripts[b]; ok {
+			require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+s), 0o755))
+			continue
+		}
+		require.NoError(t, os.Symlink(filepath.Join(real, b), path))
+	}
+	return dir
+}
+
+func TestBinaryOfWrongVersion(t *testing.T) {
+	dir := fakeAssets(t, map[string]string{binAPIServer: `echo "Kubernetes v1.30.4"`})
+	_, err := Start(context.Background(), Options{AssetsDir: dir})
+	require.Error(t, err)
+	for _, want := range []string{"kube-apiserver", "v1.30.4", KubernetesVersion, "make bins"} {
+		require.ErrorContains(t, err, want)
+	}
+}
+
+func TestChildDiesAtStart(t *testing.T) {
+	dir := fakeAssets(t, map[string]string{binControllerManager: `
+if [ "$1" = "--version" ]; then echo "Kubernetes ` + KubernetesVersion + `"; exit 0; fi
+echo "E1129 controllermanager.go:1] unknown flag: pretend this went wrong" >&2
+exit 1
+`})
+	start := time.Now()
+	_, err := Start(context.Background(), Options{AssetsDir: dir})
+	require.Error(t, err)
+	require.ErrorContains(t, err, "kube-controller-manager exited during start-up")
+	require.ErrorContains(t, err, "pretend this went wrong")
+	require.Less(t, time.Since(start), 50*time.Second, "a child dying at start must fail fast, not wait for the start timeout")
+	// etcd and kube-apiserver, started before it, are stopped: their
+	// command lines name the assets folder.
+	require.Eventually(t, func() bool { return len(processesNaming(dir)) == 0 }, 20*time.Second, 100*time.Millisecond,
+		"processes left running: %v", processesNaming(dir))
+}
+
+func TestBadOptions(t *testing.T) {
+	ctx := context.Background()
+	_, err := Start(ctx, Options{CRDDirectoryPaths: []string{"no/such/crds"}})
+	require.ErrorContains(t, err, `CRD path "no/such/crds"`)
+	require.ErrorContains(t, err, "does not exist")
+
+	_, err = Start(ctx, Options{TimeScale: 0.5})
+	require.ErrorContains(t, err, "TimeScale 0.5")
+	_, err = Start(ctx, Options{TimeScale: 1e6})
+	require.ErrorContains(t, err, "out of range")
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = Start(ctx, Options{APIServerPort: port})
+	require.ErrorContains(t, err, fmt.Sprintf("port 127.0.0.1:%d is already in use", port))
+}
+
+func TestScaledFlags(t *testing.T) {
+	c := &Cluster{opts: Options{TimeScale: 20}}
+	require.Equal(t, 2500*time.Millisecond, c.scaled(50*time.Second))
+	require.Equal(t, 15, c.scaledSeconds(300*time.Second))
+	c.opts.TimeScale = 500
+	require.Equal(t, 1, c.scaledSeconds(300*time.Second), "toleration seconds are whole and at least 1")
+}

@@ -1,0 +1,16 @@
+// Package cluster runs the control plane of a hollow cluster on one machine:
+// etcd and kube-apiserver through controller-runtime's envtest, and the real
+// kube-controller-manager and kube-scheduler as child processes, each with an
+// identity of its own so that the API server's audit log attributes every
+// request.
+//
+// The binaries come from `make bins` (bin/k8s/<version>/, found by walking up
+// from the working directory), or from the folder named by KUBEPROP_ASSETS or
+// KUBEBUILDER_ASSETS.
+//
+// No process outlives the cluster: Stop ends them all, and a watchdog process
+// kills whatever is left when the test binary dies without calling Stop (a
+// panic, `go test -timeout`, SIGINT or SIGKILL). The watchdog is the test
+// binary itself, re-executed; the package's init function takes over the
+// process when it is started in that role.
+package cluster

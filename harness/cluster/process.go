@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// child is a control-plane process the harness starts itself
+// (kube-controller-manager, kube-scheduler), in its own process group, with
+// its output in a log file.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error // set before done closes
+}
+
+func startChild(name, path string, args []string, logPath string) (*child, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: creating its log: %w", name, err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s (%s): %w", name, path, err)
+	}
+	c := &child{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		logFile.Close()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// waitHealthy polls the child's /healthz on its secure port until it answers
+// 200, the child exits, or the context ends. The errors carry the last lines
+// of the child's log, which is where the reason is.
+func (c *child) waitHealthy(ctx context.Context, port int) error {
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		// The serving certificate is self-signed; this is a liveness probe
+		// on loopback, as kubeadm's probes of these components are.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+	defer client.CloseIdleConnections()
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-c.done:
+			return false, fmt.Errorf("%s exited during start-up (%v); last lines of %s:\n%s", c.name, c.err, c.logPath, c.tail())
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s did not become healthy at %s in time; last lines of %s:\n%s", c.name, url, c.logPath, c.tail())
+	}
+	return err
+}
+
+// stop sends SIGTERM to the child's process group and SIGKILL after grace.
+func (c *child) stop(grace time.Duration) error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	pgid := c.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", c.name, pgid)
+	}
+}
+
+func (c *child) tail() string {
+	b, err := os.ReadFile(c.logPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", c.logPath, err)
+	}
+	return lastLines(string(b), 20)
+}
+
+// lastLines returns the last n lines of s, indented for an error message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// logTail returns the last lines of a log file in dir, for error messages
+// about envtest's processes, whose output the harness sends to files.
+func logTail(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil || len(b) == 0 {
+		return "    (no output)"
+	}
+	return lastLines(string(b), 20)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// checkPortFree returns an error naming the port when something listens on it.
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("port 127.0.0.1:%d is already in use by another process; choose another APIServerPort, or leave it 0 for a free one", port)
+		}
+		return fmt.Errorf("port 127.0.0.1:%d cannot be used: %w", port, err)
+	}
+	return l.Close()
+}

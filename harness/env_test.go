@@ -1,0 +1,177 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/harness/kubelet"
+)
+
+// testTimeScale makes the node monitor grace period 2.5 s and the eviction
+// tolerations 15 s of wall time, with heartbeats every 0.5 s: fast, with
+// room for a loaded machine.
+const testTimeScale = 20
+
+var (
+	env    *harness.Env
+	events = &eventLog{}
+)
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
+	env = harness.MustStart(harness.EnvOptions{
+		TimeScale: testTimeScale,
+		Kubelet:   kubelet.Options{OnEvent: events.add},
+	})
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the hollow cluster:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// eventLog keeps the kubelet simulator's events for the tests to read.
+type eventLog struct {
+	sink atomic.Pointer[func(kubelet.Event)]
+}
+
+func (l *eventLog) add(e kubelet.Event) {
+	if f := l.sink.Load(); f != nil {
+		(*f)(e)
+	}
+}
+
+// subscribe sends the events of one pod to a channel until the test ends.
+func (l *eventLog) subscribe(t *testing.T, namespace, pod string) <-chan kubelet.Event {
+	ch := make(chan kubelet.Event, 1000)
+	f := func(e kubelet.Event) {
+		if e.Namespace == namespace && e.Pod == pod {
+			ch <- e
+		}
+	}
+	l.sink.Store(&f)
+	t.Cleanup(func() { l.sink.Store(nil) })
+	return ch
+}
+
+func clientset(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config())
+	require.NoError(t, err)
+	return cs
+}
+
+// namespace creates a namespace for the test and deletes it after.
+func namespace(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// addNodes adds n simulated nodes for the test and removes them after.
+// Tests run one at a time, so a test's pods land on its own nodes.
+func addNodes(t *testing.T, n int) []*kubelet.Node {
+	t.Helper()
+	var nodes []*kubelet.Node
+	for i := range n {
+		node, err := env.Kubelets.AddNode(context.Background(), fmt.Sprintf("%s-%d", nodePrefix(t), i))
+		require.NoError(t, err)
+		nodes = append(nodes, node)
+		t.Cleanup(func() { _ = node.Remove(context.Background()) })
+	}
+	return nodes
+}
+
+var nodeSeq atomic.Int32
+
+func nodePrefix(t *testing.T) string {
+	return fmt.Sprintf("node-%d", nodeSeq.Add(1))
+}
+
+// eventually polls cond until it holds or the timeout passes, and fails the
+// test with the last state cond described.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, state, err := cond(ctx)
+		last = state
+		return ok, err
+	})
+	require.NoError(t, err, "waiting %v for %s; last seen: %s", timeout, what, last)
+}
+
+func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					Containers: []corev1.Container{{
+						Name:  "app",
+						Image: "registry.k8s.io/pause:3.10",
+						ReadinessProbe: &corev1.Probe{
+							InitialDelaySeconds: 5,
+							ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstrFromInt(80)}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// readyPods counts the pods of a selector that are Running and Ready and
+// not being deleted, and says where each pod is.
+func readyPods(ctx context.Context, cs kubernetes.Interface, ns, selector string) (int, []corev1.Pod, string, error) {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, nil, "", err
+	}
+	ready := 0
+	desc := ""
+	for _, p := range pods.Items {
+		r := p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p)
+		if r {
+			ready++
+		}
+		desc += fmt.Sprintf("[%s on %q phase=%s ready=%v deleting=%v] ", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil)
+	}
+	return ready, pods.Items, desc, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+package kubelet
+
+import "fmt"
+
+// Addresses are data only: nothing connects to them. Nodes and pods take
+// them from 198.18.0.0/15, the range set aside for benchmarks (RFC 2544),
+// so that they are valid endpoint addresses and never reach a real host.
+
+// nodeIP is the InternalIP of the node with index i (from 0).
+func nodeIP(i int) string { return fmt.Sprintf("198.19.%d.%d", (i/250)%256, i%250+1) }
+
+// podCIDR is the pod range of the node with index i.
+func podCIDR(i int) string { return fmt.Sprintf("198.18.%d.0/24", i%256) }
+
+// podIP is the n-th pod address (from 0) of the node with index i; the /24
+// has 253 usable host addresses and wraps after that.
+func podIP(i, n int) string { return fmt.Sprintf("198.18.%d.%d", i%256, n%253+2) }
