@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
