@@ -122,7 +122,8 @@ func TestCrashLoopBackOff(t *testing.T) {
 		got = append(got, d.Round(100*time.Millisecond))
 		// A little scheduling delay is allowed, never an early start.
 		require.GreaterOrEqual(t, d, w, "restart %d came early: delays so far %v", i+1, got)
-		require.LessOrEqual(t, d, w+max(2*time.Second, w/20), "restart %d came late: delays so far %v", i+1, got)
+		// 4 s of cluster time is 200 ms of wall time in these tests.
+		require.LessOrEqual(t, d, w+max(4*time.Second, w/20), "restart %d came late: delays so far %v", i+1, got)
 		if w > 0 {
 			require.Eventually(t, func() bool { return statuses.sawBackOff(int32(i), int32(i+1)) }, 5*time.Second, 20*time.Millisecond,
 				"no status showed CrashLoopBackOff with restartCount %d and the last exit code %d", i, i+1)
@@ -148,7 +149,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	after := []time.Duration{crash(1), crash(2)}
 	require.Less(t, after[0], 2*time.Second, "after 10 minutes of running, the restart should be immediate: %v", after)
 	require.GreaterOrEqual(t, after[1], 10*time.Second, "after the reset, the back-off should start from 10 s: %v", after)
-	require.LessOrEqual(t, after[1], 12*time.Second, "after the reset, the back-off should start from 10 s: %v", after)
+	require.LessOrEqual(t, after[1], 14*time.Second, "after the reset, the back-off should start from 10 s: %v", after)
 }
 
 // TestRestartPolicies checks the phases a pod ends in after a container

@@ -35,8 +35,9 @@ var (
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	env = harness.MustStart(harness.EnvOptions{
-		TimeScale: testTimeScale,
-		Kubelet:   kubelet.Options{OnEvent: events.add},
+		TimeScale:         testTimeScale,
+		CRDDirectoryPaths: []string{"testdata/crds"},
+		Kubelet:           kubelet.Options{OnEvent: events.add},
 	})
 	code := m.Run()
 	if err := env.Stop(); err != nil {

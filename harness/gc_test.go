@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/harness/cluster"
@@ -133,4 +136,24 @@ func auditedWrites(path, ns string) (map[string]map[string]bool, error) {
 		seen[ev.User.Username][what] = true
 	}
 	return seen, sc.Err()
+}
+
+// TestCRDsInstalled checks that EnvOptions.CRDDirectoryPaths are served,
+// with their schema's defaults applied.
+func TestCRDsInstalled(t *testing.T) {
+	cs := clientset(t)
+	ns := namespace(t, cs)
+	dyn, err := dynamic.NewForConfig(env.Config())
+	require.NoError(t, err)
+	widgets := dyn.Resource(schema.GroupVersionResource{Group: "test.kubeprop.dev", Version: "v1", Resource: "widgets"}).Namespace(ns)
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.kubeprop.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{},
+	}}
+	created, err := widgets.Create(context.Background(), w, metav1.CreateOptions{})
+	require.NoError(t, err)
+	replicas, found, err := unstructured.NestedInt64(created.Object, "spec", "replicas")
+	require.NoError(t, err)
+	require.True(t, found, "the schema default was not applied: %v", created.Object)
+	require.Equal(t, int64(1), replicas)
 }

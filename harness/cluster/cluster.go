@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -297,12 +296,6 @@ func (c *Cluster) AddUser(name string) (*rest.Config, error) {
 	return rest.CopyConfig(u.Config()), nil
 }
 
-// KubeconfigFor provisions a user like AddUser and writes a kubeconfig for
-// it into the cluster folder, for a controller that runs as a process.
-func (c *Cluster) KubeconfigFor(name string) (string, error) {
-	return c.writeKubeconfig(name, "user-"+fileSafe(name)+".kubeconfig")
-}
-
 // TimeScale returns cluster seconds per wall second.
 func (c *Cluster) TimeScale() float64 { return c.opts.TimeScale }
 
@@ -346,14 +339,4 @@ func (c *Cluster) Stop() error {
 		c.stopErr = errors.Join(errs...)
 	})
 	return c.stopErr
-}
-
-// fileSafe replaces what a file name should not hold.
-func fileSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
-			return r
-		}
-		return '_'
-	}, s)
 }

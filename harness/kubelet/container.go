@@ -46,7 +46,6 @@ type containerState struct {
 	startAt      time.Time // creating: when it starts; backoff: when it restarts
 	startedAt    time.Time
 	readyAt      time.Time
-	backOff      time.Duration // wall time of the current back-off
 	exit         ExitStatus
 	finishedAt   time.Time
 	last         *corev1.ContainerStateTerminated

@@ -79,8 +79,7 @@ func (s *Simulator) restartOrStop(pod *corev1.Pod, st *podState, c *containerSta
 	key := backoffKey(pod, c.name)
 	if s.backoff.IsInBackOffSince(key, c.finishedAt) {
 		c.phase = containerBackOff
-		c.backOff = s.backoff.Get(key)
-		c.startAt = c.finishedAt.Add(c.backOff)
+		c.startAt = c.finishedAt.Add(s.backoff.Get(key))
 		s.emit(Event{Kind: ContainerBackOff, Time: now, Node: st.node.name, Namespace: pod.Namespace, Pod: pod.Name,
 			Container: c.name, RestartCount: c.restartCount, BackOff: s.clusterBackOff(pod, c.name)})
 		return

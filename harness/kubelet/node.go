@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,8 @@ type Node struct {
 	lost       bool
 	removed    bool
 	lastReport time.Time
-	lease      *leaseState
+	lease      *coordinationv1.Lease // the last one written, renewed by update
+	podSeq     int                   // pods started, for their addresses
 	wake       chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}

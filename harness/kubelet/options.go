@@ -49,7 +49,8 @@ type Options struct {
 	// the image already present. Zero means 1 s.
 	ContainerStartDelay time.Duration
 
-	// Workers is how many pods are synced at once. Zero means 4.
+	// Workers is how many pods are synced at once; a real kubelet has a
+	// worker per pod. Zero means 16.
 	Workers int
 
 	// OnEvent, if set, is called for every state change the simulator
@@ -76,7 +77,7 @@ func (o Options) withDefaults() Options {
 		o.ContainerStartDelay = time.Second
 	}
 	if o.Workers == 0 {
-		o.Workers = 4
+		o.Workers = 16
 	}
 	return o
 }

@@ -78,7 +78,8 @@ func (s *Simulator) syncPod(ctx context.Context, key string) error {
 func (s *Simulator) newPodState(pod *corev1.Pod, node *Node, now time.Time) *podState {
 	st := &podState{uid: pod.UID, node: node, startTime: now}
 	node.mu.Lock()
-	st.ip = podIP(node.index, len(s.pods))
+	st.ip = podIP(node.index, node.podSeq)
+	node.podSeq++
 	node.mu.Unlock()
 	for _, c := range pod.Spec.Containers {
 		var delay time.Duration

@@ -50,22 +50,20 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Simulator, err
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if cfg == nil {
+		return nil, errors.New("kubelet simulator: the rest.Config is nil; pass the connection of the simulator's user (cluster.Cluster.AddUser)")
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet simulator: creating its client: %w", err)
 	}
-	backoff := flowcontrol.NewFakeBackOff(opts.wall(crashLoopBackOffInitial), opts.wall(crashLoopBackOffMax), opts.Clock)
-	reset := opts.wall(crashLoopBackOffReset)
-	backoff.HasExpiredFunc = func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
-		return eventTime.Sub(lastUpdate) > reset
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Simulator{
 		opts:    opts,
 		client:  client,
-		backoff: backoff,
+		backoff: newCrashLoopBackOff(opts),
 		cancel:  cancel,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -110,6 +108,18 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Simulator, err
 		factory.Shutdown()
 	})
 	return s, nil
+}
+
+// newCrashLoopBackOff is the kubelet's crash-loop back-off
+// (pkg/kubelet/kubelet.go): client-go's Backoff, reset when a container
+// ran for 600 s since its last start, in wall time.
+func newCrashLoopBackOff(opts Options) *flowcontrol.Backoff {
+	backoff := flowcontrol.NewFakeBackOff(opts.wall(crashLoopBackOffInitial), opts.wall(crashLoopBackOffMax), opts.Clock)
+	reset := opts.wall(crashLoopBackOffReset)
+	backoff.HasExpiredFunc = func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
+		return eventTime.Sub(lastUpdate) > reset
+	}
+	return backoff
 }
 
 // cacheSyncTimeout bounds the simulator's first list of pods.

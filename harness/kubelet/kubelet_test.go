@@ -1,0 +1,164 @@
+package kubelet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// crashLoop runs one container's restarts on a fake clock, without an API
+// server: the back-off decisions alone.
+type crashLoop struct {
+	t     *testing.T
+	clock *clocktesting.FakeClock
+	sim   *Simulator
+	pod   *corev1.Pod
+	st    *podState
+	c     *containerState
+}
+
+func newCrashLoop(t *testing.T, policy corev1.RestartPolicy, timeScale float64) *crashLoop {
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clock, TimeScale: timeScale}.withDefaults()
+	sim := &Simulator{opts: opts, backoff: newCrashLoopBackOff(opts)}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"},
+		Spec:       corev1.PodSpec{RestartPolicy: policy, Containers: []corev1.Container{{Name: "app"}}},
+	}
+	st := sim.newPodState(pod, &Node{name: "n"}, clock.Now())
+	l := &crashLoop{t: t, clock: clock, sim: sim, pod: pod, st: st, c: st.containers[0]}
+	l.clock.Step(opts.wall(opts.ContainerStartDelay))
+	sim.advance(pod, st, clock.Now())
+	require.Equal(t, containerRunning, l.c.phase)
+	return l
+}
+
+// crash kills the container, lets the clock run until it restarts, and
+// returns the delay in cluster time (-1 if it does not restart).
+func (l *crashLoop) crash(exit ExitStatus) time.Duration {
+	now := l.clock.Now()
+	l.c.finishedAt, l.c.exit = now, exit
+	l.sim.restartOrStop(l.pod, l.st, l.c, now)
+	switch l.c.phase {
+	case containerRunning:
+		return 0
+	case containerTerminated:
+		return -1
+	}
+	require.Equal(l.t, containerBackOff, l.c.phase)
+	wait := l.c.startAt.Sub(now)
+	// Not a moment early.
+	l.clock.Step(wait - time.Millisecond)
+	l.sim.advance(l.pod, l.st, l.clock.Now())
+	require.Equal(l.t, containerBackOff, l.c.phase, "restarted before its back-off ended")
+	l.clock.Step(time.Millisecond)
+	l.sim.advance(l.pod, l.st, l.clock.Now())
+	require.Equal(l.t, containerRunning, l.c.phase)
+	return time.Duration(float64(wait) * l.sim.opts.TimeScale).Round(time.Millisecond)
+}
+
+func TestCrashLoopBackOffSequence(t *testing.T) {
+	for _, scale := range []float64{1, 20, 500} {
+		l := newCrashLoop(t, corev1.RestartPolicyAlways, scale)
+		var got []time.Duration
+		for range 9 {
+			got = append(got, l.crash(Killed))
+		}
+		s := time.Second
+		require.Equal(t, []time.Duration{0, 10 * s, 20 * s, 40 * s, 80 * s, 160 * s, 300 * s, 300 * s, 300 * s}, got, "TimeScale %v", scale)
+		require.Equal(t, int32(9), l.c.restartCount)
+		require.Equal(t, int32(137), l.c.last.ExitCode)
+
+		// Ten minutes of running forgets the back-off; a little less does not.
+		l.clock.Step(l.sim.opts.wall(599 * time.Second))
+		require.Equal(t, 300*s, l.crash(OOMKilled), "TimeScale %v", scale)
+		l.clock.Step(l.sim.opts.wall(601 * time.Second))
+		require.Equal(t, []time.Duration{0, 10 * s}, []time.Duration{l.crash(OOMKilled), l.crash(OOMKilled)}, "TimeScale %v", scale)
+	}
+}
+
+func TestRestartPolicy(t *testing.T) {
+	cases := []struct {
+		policy  corev1.RestartPolicy
+		exit    ExitStatus
+		restart bool
+	}{
+		{corev1.RestartPolicyAlways, Completed, true},
+		{corev1.RestartPolicyAlways, Failed(1), true},
+		{corev1.RestartPolicyOnFailure, Failed(1), true},
+		{corev1.RestartPolicyOnFailure, Completed, false},
+		{corev1.RestartPolicyNever, Failed(1), false},
+		{corev1.RestartPolicyNever, Completed, false},
+	}
+	for _, c := range cases {
+		l := newCrashLoop(t, c.policy, 1)
+		d := l.crash(c.exit)
+		require.Equal(t, c.restart, d >= 0, "%s after %+v", c.policy, c.exit)
+	}
+}
+
+func TestPodStatusPhases(t *testing.T) {
+	l := newCrashLoop(t, corev1.RestartPolicyNever, 1)
+	now := l.clock.Now()
+	st := l.sim.podStatus(l.pod, l.st, now)
+	require.Equal(t, corev1.PodRunning, st.Phase)
+	require.NotEmpty(t, st.PodIP)
+	require.True(t, podCondition(st, corev1.PodReady))
+
+	l.crash(Failed(3))
+	st = l.sim.podStatus(l.pod, l.st, now)
+	require.Equal(t, corev1.PodFailed, st.Phase)
+	require.False(t, podCondition(st, corev1.PodReady))
+	require.Equal(t, int32(3), st.ContainerStatuses[0].State.Terminated.ExitCode)
+}
+
+func podCondition(st *corev1.PodStatus, typ corev1.PodConditionType) bool {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestNodeConditionsKeepTransitionTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	first := nodeConditions(nil, t0)
+	require.True(t, conditionsCurrent(first))
+	later := nodeConditions(first, t0.Add(time.Minute))
+	for i := range later {
+		require.Equal(t, first[i].LastTransitionTime, later[i].LastTransitionTime)
+		require.Equal(t, t0.Add(time.Minute), later[i].LastHeartbeatTime.Time)
+	}
+	// After the node lifecycle controller marked it Unknown, Ready moves.
+	unknown := append([]corev1.NodeCondition(nil), later...)
+	unknown[3].Status = corev1.ConditionUnknown
+	require.False(t, conditionsCurrent(unknown))
+	recovered := nodeConditions(unknown, t0.Add(2*time.Minute))
+	require.Equal(t, t0.Add(2*time.Minute), recovered[3].LastTransitionTime.Time)
+}
+
+func TestAddressesAreDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for node := range 300 {
+		ip := nodeIP(node)
+		require.False(t, seen[ip], "node IP %s twice", ip)
+		seen[ip] = true
+	}
+	pods := map[string]bool{}
+	for n := range 253 {
+		ip := podIP(7, n)
+		require.False(t, pods[ip], "pod IP %s twice", ip)
+		pods[ip] = true
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	require.ErrorContains(t, Options{TimeScale: 0.5}.validate(), "TimeScale 0.5")
+	require.ErrorContains(t, Options{TimeScale: 1, Workers: -1}.withDefaults().validate(), "Workers -1")
+	require.NoError(t, Options{}.withDefaults().validate())
+}
