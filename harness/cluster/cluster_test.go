@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("start failed:", err)
 		os.Exit(3)
 	}
-	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(processesNaming(c.Dir())))
+	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(processesUnder(c.Dir())))
 	switch mode {
 	case "stop":
 		_ = c.Stop()
@@ -131,9 +131,9 @@ func TestNoLeakedProcesses(t *testing.T) {
 
 			err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 				_, statErr := os.Stat(dir)
-				return len(processesNaming(dir)) == 0 && os.IsNotExist(statErr), nil
+				return len(processesUnder(dir)) == 0 && os.IsNotExist(statErr), nil
 			})
-			require.NoError(t, err, "after the helper ended (%s), processes %v still name %s, or it still exists", name, processesNaming(dir), dir)
+			require.NoError(t, err, "after the helper ended (%s), processes %v still name %s, or it still exists", name, processesUnder(dir), dir)
 		})
 	}
 }
@@ -195,8 +195,8 @@ exit 1
 	require.Less(t, time.Since(start), 50*time.Second, "a child dying at start must fail fast, not wait for the start timeout")
 	// etcd and kube-apiserver, started before it, are stopped: their
 	// command lines name the assets folder.
-	require.Eventually(t, func() bool { return len(processesNaming(dir)) == 0 }, 20*time.Second, 100*time.Millisecond,
-		"processes left running: %v", processesNaming(dir))
+	require.Eventually(t, func() bool { return len(processesUnder(dir)) == 0 }, 20*time.Second, 100*time.Millisecond,
+		"processes left running: %v", processesUnder(dir))
 }
 
 func TestBadOptions(t *testing.T) {

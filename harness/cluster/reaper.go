@@ -26,7 +26,7 @@ func init() {
 // startReaper starts the watchdog for the cluster in dir. It waits for its
 // standard input to close, which happens when Stop closes the returned pipe
 // or when the test binary dies in any way, and then kills every process whose
-// command line names dir and removes dir. Every cluster process names dir in
+// command line names a file in dir and removes dir. Every cluster process names dir in
 // its flags (data dir, cert dir, kubeconfig), so no PID has to be handed over
 // and none can be missed, even one started a moment before the binary died.
 func startReaper(dir string) (*os.File, error) {
@@ -57,7 +57,7 @@ func startReaper(dir string) (*os.File, error) {
 func runReaper(dir string, stdin io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	_, _ = io.Copy(io.Discard, stdin)
-	for _, pid := range processesNaming(dir) {
+	for _, pid := range processesUnder(dir) {
 		// The cluster's processes lead their own groups; kill the group so
 		// that anything they started goes too.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -66,16 +66,17 @@ func runReaper(dir string, stdin io.Reader) {
 	_ = os.RemoveAll(dir)
 }
 
-// processesNaming returns the PIDs of the processes, other than this one,
-// whose command line contains s. It reads /proc, so it finds nothing on
-// systems without one.
-func processesNaming(s string) []int {
+// processesUnder returns the PIDs of the processes, other than this one,
+// whose command line names a file in dir. The separator keeps one cluster's
+// folder from matching another whose name it prefixes. It reads /proc, so
+// it finds nothing on systems without one.
+func processesUnder(dir string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	self := os.Getpid()
-	needle := []byte(s)
+	needle := []byte(filepath.Clean(dir) + string(filepath.Separator))
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
