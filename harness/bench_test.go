@@ -139,7 +139,7 @@ func countReady(b *testing.B, cs kubernetes.Interface, ns string) func() int {
 		pods, _ := lister.List(labels.Everything())
 		n := 0
 		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && podReady(p) {
+			if runningReady(p) {
 				n++
 			}
 		}

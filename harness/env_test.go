@@ -159,13 +159,17 @@ func readyPods(ctx context.Context, cs kubernetes.Interface, ns, selector string
 	ready := 0
 	desc := ""
 	for _, p := range pods.Items {
-		r := p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p)
-		if r {
+		if runningReady(&p) {
 			ready++
 		}
 		desc += fmt.Sprintf("[%s on %q phase=%s ready=%v deleting=%v] ", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil)
 	}
 	return ready, pods.Items, desc, nil
+}
+
+// runningReady reports whether a pod is Running, Ready and not being deleted.
+func runningReady(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p)
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -56,11 +56,8 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	if o.TimeScale < 0 || o.TimeScale > MaxTimeScale || math.IsNaN(o.TimeScale) {
+	if !(o.TimeScale >= 1 && o.TimeScale <= MaxTimeScale) { // also catches NaN
 		return fmt.Errorf("TimeScale %v is out of range: it is cluster seconds per wall second, from 1 (real time) up to %d", o.TimeScale, MaxTimeScale)
-	}
-	if o.TimeScale < 1 {
-		return fmt.Errorf("TimeScale %v is below 1: the cluster cannot run slower than real time, use 1", o.TimeScale)
 	}
 	if o.APIServerPort < 0 || o.APIServerPort > 65535 {
 		return fmt.Errorf("APIServerPort %d is not a TCP port; use 1-65535, or 0 for a free one", o.APIServerPort)
@@ -201,67 +198,56 @@ func (c *Cluster) startControlPlane() error {
 	}
 	if _, err := c.env.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w\nlast lines of kube-apiserver's log:\n%s\nlast lines of etcd's log:\n%s",
-			err, logTail(c.dir, "kube-apiserver.log"), logTail(c.dir, "etcd.log"))
+			err, fileTail(filepath.Join(c.dir, "kube-apiserver.log")), fileTail(filepath.Join(c.dir, "etcd.log")))
 	}
 	return nil
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context) error {
-	kubeconfig, err := c.writeKubeconfig(UserControllerManager, "kube-controller-manager.kubeconfig")
-	if err != nil {
-		return err
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
+func (c *Cluster) startControllerManager(ctx context.Context) (err error) {
+	c.kcm, err = c.startComponent(ctx, binControllerManager, UserControllerManager,
 		// Every controller but the token controller, which needs the
 		// service-account signing key; envtest's API server does not mount
 		// tokens (its ServiceAccount admission plugin is off).
 		"--controllers=*,-serviceaccount-token",
-		"--leader-elect=false",
 		"--use-service-account-credentials=false",
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--node-monitor-grace-period=" + c.scaled(50*time.Second).String(),
-		"--node-monitor-period=" + c.scaled(5*time.Second).String(),
-		"--node-startup-grace-period=" + c.scaled(60*time.Second).String(),
-	}
-	c.kcm, err = startChild("kube-controller-manager", filepath.Join(c.assets, binControllerManager), args,
-		filepath.Join(c.dir, "kube-controller-manager.log"))
-	if err != nil {
-		return err
-	}
-	return c.kcm.waitHealthy(ctx, port)
+		"--node-monitor-grace-period="+c.scaled(50*time.Second).String(),
+		"--node-monitor-period="+c.scaled(5*time.Second).String(),
+		"--node-startup-grace-period="+c.scaled(60*time.Second).String(),
+	)
+	return err
 }
 
-func (c *Cluster) startScheduler(ctx context.Context) error {
-	kubeconfig, err := c.writeKubeconfig(UserScheduler, "kube-scheduler.kubeconfig")
+func (c *Cluster) startScheduler(ctx context.Context) (err error) {
+	c.sched, err = c.startComponent(ctx, binScheduler, UserScheduler)
+	return err
+}
+
+// startComponent starts kube-controller-manager or kube-scheduler as user,
+// serving /healthz on a free loopback port without leader election, and
+// waits until it is healthy. It returns the child even on error, so that
+// Stop can end it.
+func (c *Cluster) startComponent(ctx context.Context, binary, user string, extraArgs ...string) (*child, error) {
+	kubeconfig, err := c.writeKubeconfig(user, binary+".kubeconfig")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	args := []string{
+	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-	}
-	c.sched, err = startChild("kube-scheduler", filepath.Join(c.assets, binScheduler), args,
-		filepath.Join(c.dir, "kube-scheduler.log"))
+	}, extraArgs...)
+	ch, err := startChild(binary, filepath.Join(c.assets, binary), args, filepath.Join(c.dir, binary+".log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.sched.waitHealthy(ctx, port)
+	return ch, ch.waitHealthy(ctx, port)
 }
 
 // writeKubeconfig provisions a user in the system:masters group and writes

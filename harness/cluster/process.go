@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -109,13 +108,7 @@ func (c *child) stop(grace time.Duration) error {
 	}
 }
 
-func (c *child) tail() string {
-	b, err := os.ReadFile(c.logPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", c.logPath, err)
-	}
-	return lastLines(string(b), 20)
-}
+func (c *child) tail() string { return fileTail(c.logPath) }
 
 // lastLines returns the last n lines of s, indented for an error message.
 func lastLines(s string, n int) string {
@@ -126,11 +119,13 @@ func lastLines(s string, n int) string {
 	return "    " + strings.Join(lines, "\n    ")
 }
 
-// logTail returns the last lines of a log file in dir, for error messages
-// about envtest's processes, whose output the harness sends to files.
-func logTail(dir, name string) string {
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil || len(b) == 0 {
+// fileTail returns the last lines of a log file, for error messages.
+func fileTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("    (reading %s: %v)", path, err)
+	}
+	if len(b) == 0 {
 		return "    (no output)"
 	}
 	return lastLines(string(b), 20)

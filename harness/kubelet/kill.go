@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,10 @@ func (s *Simulator) KillContainer(ctx context.Context, namespace, pod, container
 		return fmt.Errorf("killing container %s of pod %s: node %s is lost, so the container is %w as far as anyone can tell", container, key, node.name, ErrNotRunning)
 	}
 
+	if !slices.ContainsFunc(obj.Spec.Containers, func(c corev1.Container) bool { return c.Name == container }) {
+		return fmt.Errorf("killing container %s of pod %s: the pod has no such container, it is %w", container, key, ErrUnknown)
+	}
+
 	s.mu.Lock()
 	st := s.pods[key]
 	var c *containerState
@@ -48,11 +53,8 @@ func (s *Simulator) KillContainer(ctx context.Context, namespace, pod, container
 			}
 		}
 	}
-	if c == nil {
-		s.mu.Unlock()
-		return fmt.Errorf("killing container %s of pod %s: the container is %w", container, key, ErrUnknown)
-	}
-	if c.phase != containerRunning {
+	if c == nil || c.phase != containerRunning {
+		// Not synced yet, still being created, backing off, or terminated.
 		s.mu.Unlock()
 		return fmt.Errorf("killing container %s of pod %s: it is %w", container, key, ErrNotRunning)
 	}

@@ -113,11 +113,12 @@ func (n *Node) Name() string { return n.name }
 // controller marks it Unknown after the node monitor grace period.
 func (n *Node) Lose() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.lost || n.removed {
+		n.mu.Unlock()
 		return
 	}
 	n.lost = true
+	n.mu.Unlock()
 	n.sim.emit(Event{Kind: NodeLost, Time: n.sim.opts.Clock.Now(), Node: n.name})
 }
 
