@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
-
-func intstrFromInt(i int) intstr.IntOrString { return intstr.FromInt32(int32(i)) }
 
 // TestDeploymentScales runs the real Deployment and ReplicaSet controllers,
 // the real scheduler and the simulated kubelets together.
@@ -23,24 +19,16 @@ func TestDeploymentScales(t *testing.T) {
 	ns := namespace(t, cs)
 	addNodes(t, 3)
 
-	_, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 3), metav1.CreateOptions{})
-	require.NoError(t, err)
-	for _, replicas := range []int32{3, 5, 1} {
-		if replicas != 3 {
-			patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-			_, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-			require.NoError(t, err)
-		}
-		eventually(t, 60*time.Second, fmt.Sprintf("%d Running and Ready pods, and no others", replicas), func(ctx context.Context) (bool, string, error) {
-			ready, pods, desc, err := readyPods(ctx, cs, ns, "app=web")
-			return ready == int(replicas) && len(pods) == int(replicas), desc, err
-		})
+	deploy(t, cs, ns, "web", 3)
+	for _, replicas := range []int32{5, 1} {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+		_, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(t, err)
+		waitReady(t, cs, ns, "web", int(replicas))
 	}
 
 	// What the kubelet wrote is what a kubelet writes.
-	_, pods, _, err := readyPods(ctx, cs, ns, "app=web")
-	require.NoError(t, err)
-	p := pods[0]
+	p := waitReady(t, cs, ns, "web", 1)[0]
 	require.NotEmpty(t, p.Status.PodIP)
 	require.NotEmpty(t, p.Status.HostIP)
 	require.NotNil(t, p.Status.StartTime)

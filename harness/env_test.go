@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -140,13 +141,35 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 						Image: "registry.k8s.io/pause:3.10",
 						ReadinessProbe: &corev1.Probe{
 							InitialDelaySeconds: 5,
-							ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstrFromInt(80)}},
+							ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}},
 						},
 					}},
 				},
 			},
 		},
 	}
+}
+
+// deploy creates a Deployment named app with n replicas and waits for its
+// pods; see waitReady.
+func deploy(t *testing.T, cs kubernetes.Interface, ns, app string, n int32) []corev1.Pod {
+	t.Helper()
+	_, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment(ns, app, n), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return waitReady(t, cs, ns, app, int(n))
+}
+
+// waitReady waits until the pods labelled app are exactly n, all Running
+// and Ready, and returns them.
+func waitReady(t *testing.T, cs kubernetes.Interface, ns, app string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	eventually(t, 60*time.Second, fmt.Sprintf("%d Running and Ready pods of %s, and no others", n, app), func(ctx context.Context) (bool, string, error) {
+		ready, ps, desc, err := readyPods(ctx, cs, ns, "app="+app)
+		pods = ps
+		return ready == n && len(ps) == n, desc, err
+	})
+	return pods
 }
 
 // readyPods counts the pods of a selector that are Running and Ready and

@@ -28,12 +28,7 @@ func TestGarbageCollectionAndNamespaceDeletion(t *testing.T) {
 	ns := namespace(t, cs)
 	addNodes(t, 2)
 
-	_, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 2), metav1.CreateOptions{})
-	require.NoError(t, err)
-	eventually(t, 60*time.Second, "2 Ready pods", func(ctx context.Context) (bool, string, error) {
-		ready, _, desc, err := readyPods(ctx, cs, ns, "app=web")
-		return ready == 2, desc, err
-	})
+	deploy(t, cs, ns, "web", 2)
 
 	require.NoError(t, cs.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}))
 	eventually(t, 60*time.Second, "the ReplicaSet and pods garbage-collected", func(ctx context.Context) (bool, string, error) {
@@ -45,12 +40,7 @@ func TestGarbageCollectionAndNamespaceDeletion(t *testing.T) {
 		return len(rs.Items) == 0 && len(pods) == 0, fmt.Sprintf("%d ReplicaSets, pods %s", len(rs.Items), desc), err
 	})
 
-	_, err = cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "again", 2), metav1.CreateOptions{})
-	require.NoError(t, err)
-	eventually(t, 60*time.Second, "2 Ready pods", func(ctx context.Context) (bool, string, error) {
-		ready, _, desc, err := readyPods(ctx, cs, ns, "app=again")
-		return ready == 2, desc, err
-	})
+	deploy(t, cs, ns, "again", 2)
 	require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 	eventually(t, 60*time.Second, "the namespace deleted", func(ctx context.Context) (bool, string, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -68,15 +58,9 @@ func TestGarbageCollectionAndNamespaceDeletion(t *testing.T) {
 // audit log under its own name.
 func TestAuditLogAttributesActors(t *testing.T) {
 	cs := clientset(t)
-	ctx := context.Background()
 	ns := namespace(t, cs)
 	addNodes(t, 1)
-	_, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 1), metav1.CreateOptions{})
-	require.NoError(t, err)
-	eventually(t, 60*time.Second, "1 Ready pod", func(ctx context.Context) (bool, string, error) {
-		ready, _, desc, err := readyPods(ctx, cs, ns, "app=web")
-		return ready == 1, desc, err
-	})
+	deploy(t, cs, ns, "web", 1)
 
 	want := map[string]string{
 		cluster.UserControllerManager: "create pods",

@@ -15,18 +15,10 @@ import (
 // lifecycle controller, taint manager and ReplicaSet controller react.
 func TestNodeLossEvictsAndReplaces(t *testing.T) {
 	cs := clientset(t)
-	ctx := context.Background()
 	ns := namespace(t, cs)
 	nodes := addNodes(t, 3)
 
-	_, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 6), metav1.CreateOptions{})
-	require.NoError(t, err)
-	var pods []corev1.Pod
-	eventually(t, 60*time.Second, "6 Ready pods", func(ctx context.Context) (bool, string, error) {
-		ready, ps, desc, err := readyPods(ctx, cs, ns, "app=web")
-		pods = ps
-		return ready == 6 && len(ps) == 6, desc, err
-	})
+	pods := deploy(t, cs, ns, "web", 6)
 
 	// Lose a node that runs pods.
 	lost := nodes[0]
