@@ -1,0 +1,243 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const s = time.Second
+
+// replicaStates makes one state per entry: an App with spec.replicas 3
+// and the given status.readyReplicas, one second apart from 0.
+func replicaStates(ready ...int64) []State {
+	var out []State
+	for i, r := range ready {
+		app := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "test/v1", "kind": "App",
+			"metadata": map[string]any{"name": "web"},
+			"spec":     map[string]any{"replicas": int64(3)},
+			"status":   map[string]any{"readyReplicas": r},
+		}}
+		out = append(out, State{At: at(time.Duration(i) * s), Objects: []*unstructured.Unstructured{app}})
+	}
+	return out
+}
+
+func allReady(st State) error {
+	app := st.Get("App", "web")
+	if app == nil {
+		return errors.New("App web missing")
+	}
+	want, _, _ := unstructured.NestedInt64(app.Object, "spec", "replicas")
+	got, _, _ := unstructured.NestedInt64(app.Object, "status", "readyReplicas")
+	if got != want {
+		return fmt.Errorf("App web has %d of %d replicas ready", got, want)
+	}
+	return nil
+}
+
+func TestConverges(t *testing.T) {
+	p := Converge("app-ready", allReady, ConvergeOptions{Within: 5 * s, Stable: 2 * s})
+	tr := &Trace{Start: t0, Healed: at(1 * s), States: replicaStates(3, 1, 2, 3, 3, 3, 3)}
+
+	tr.End = at(4 * s)
+	v := p.Check(tr)
+	require.False(t, v.Done, "true for 1 s of the 2 s window: %+v", v)
+
+	tr.End = at(6 * s)
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err)
+
+	// Never ready: fails once the deadline passed, naming why.
+	tr = &Trace{Start: t0, Healed: at(1 * s), States: replicaStates(1, 1, 2, 2, 2, 2, 2, 2), End: at(7 * s)}
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.EqualError(t, v.Err, "app-ready: did not converge within 5s after the faults healed: App web has 2 of 3 replicas ready")
+
+	// Ready, then broken again: the suffix counts, not the first success.
+	tr = &Trace{Start: t0, Healed: at(0), States: replicaStates(3, 3, 2, 2, 2, 2, 2, 2), End: at(7 * s), Final: true}
+	require.Error(t, p.Check(tr).Err)
+
+	// Not healed: no verdict.
+	require.False(t, p.Check(&Trace{Start: t0, States: replicaStates(3), End: at(9 * s)}).Done)
+}
+
+func TestAlways(t *testing.T) {
+	atMostThree := func(st State) error {
+		got, _, _ := unstructured.NestedInt64(st.Get("App", "web").Object, "status", "readyReplicas")
+		if got > 3 {
+			return fmt.Errorf("App web has %d replicas ready, more than 3", got)
+		}
+		return nil
+	}
+	p := Always("never-overshoots", atMostThree)
+	tr := &Trace{Start: t0, States: replicaStates(1, 2, 3), End: at(3 * s)}
+	require.False(t, p.Check(tr).Done)
+	tr.Final = true
+	v := p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err)
+
+	tr = &Trace{Start: t0, States: replicaStates(1, 4, 3), End: at(3 * s)}
+	v = p.Check(tr)
+	require.True(t, v.Done, "a violation is final at once")
+	require.EqualError(t, v.Err, "never-overshoots: violated: App web has 4 replicas ready, more than 3")
+}
+
+func writes(manager, field string, times ...time.Duration) []Write {
+	var out []Write
+	for _, d := range times {
+		out = append(out, Write{At: at(d), Manager: manager, Kind: "App", Name: "web", Field: field, Value: "1"})
+	}
+	return out
+}
+
+func TestQuiescent(t *testing.T) {
+	p := Quiescent(QuiesceOptions{Window: 2 * s, Within: 5 * s})
+	tr := &Trace{Start: t0, Healed: at(1 * s), Writes: writes("app-controller", "status.readyReplicas", 1*s, 2*s), End: at(5 * s)}
+	v := p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err)
+
+	// A timestamp rewritten every 500 ms, forever.
+	var churn []time.Duration
+	for d := time.Duration(0); d < 10*s; d += s / 2 {
+		churn = append(churn, d)
+	}
+	tr = &Trace{Start: t0, Healed: at(1 * s), End: at(10 * s),
+		Writes: append(writes("app-controller", "status.lastReconcileTime", churn...), writes("kubelet", "status.phase", 2*s)...)}
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.EqualError(t, v.Err, "quiescent: writes went on after the faults healed: App web field status.lastReconcileTime by [app-controller]")
+
+	// Ignored managers do not count.
+	p = Quiescent(QuiesceOptions{Window: 2 * s, Within: 5 * s, IgnoreManagers: []string{"app-controller"}})
+	require.NoError(t, p.Check(tr).Err)
+}
+
+func TestNoFightLoop(t *testing.T) {
+	p := NoFightLoop(FightOptions{})
+	// A co-owner writes spec.replicas each round (a fault step each
+	// time); the controller undoes every write.
+	var ws []Write
+	var events []Event
+	for i := range 6 {
+		round := time.Duration(i) * 2 * s
+		events = append(events, Event{At: at(round), Kind: FaultEvent, Name: "ConflictingWriter round"})
+		ws = append(ws, writes("autoscaler", "spec.replicas", round+100*time.Millisecond)...)
+		ws = append(ws, writes("app-controller", "spec.replicas", round+300*time.Millisecond)...)
+	}
+	tr := &Trace{Start: t0, Writes: ws, Events: events, End: at(12 * s)}
+	v := p.Check(tr)
+	require.True(t, v.Done)
+	require.EqualError(t, v.Err, "no-fight-loop: App web field spec.replicas alternated between [app-controller autoscaler]")
+
+	// The kubelet and the node lifecycle controller taking turns on Ready,
+	// each turn after a NodeLoss or NodeRecover: the machinery at work.
+	ws, events = nil, nil
+	for i := range 6 {
+		loss := time.Duration(i) * 10 * s
+		events = append(events,
+			Event{At: at(loss), Kind: FaultEvent, Name: "NodeLoss{Node: 0}"},
+			Event{At: at(loss + 5*s), Kind: FaultEvent, Name: "NodeRecover{Node: 0}"})
+		ws = append(ws,
+			Write{At: at(loss + 3*s), Manager: "kube-controller-manager", Kind: "Node", Name: "n0", Field: "status.conditions[type=Ready].status"},
+			Write{At: at(loss + 6*s), Manager: "kubelet", Kind: "Node", Name: "n0", Field: "status.conditions[type=Ready].status"})
+	}
+	tr = &Trace{Start: t0, Writes: ws, Events: events, End: at(60 * s), Final: true}
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err)
+}
+
+func TestBoundedBackoff(t *testing.T) {
+	p := BoundedBackoff(BackoffOptions{})
+	// The workqueue's per-item back-off: 5 ms doubling, 12 failures, then
+	// success after the heal.
+	var rs []Reconcile
+	d := time.Duration(0)
+	for i := range 12 {
+		rs = append(rs, Reconcile{At: at(d), Key: "ns-1/web", Err: "connection refused"})
+		d += 5 * time.Millisecond << i
+	}
+	healed := at(d)
+	rs = append(rs, Reconcile{At: healed.Add(time.Second), Key: "ns-1/web"})
+	tr := &Trace{Start: t0, Healed: healed, Reconciles: rs, End: healed.Add(2 * time.Second), Final: true}
+	v := p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err, v.Detail)
+
+	// No back-off: a retry every 10 ms for 5 s.
+	rs = nil
+	for d := time.Duration(0); d < 5*s; d += 10 * time.Millisecond {
+		rs = append(rs, Reconcile{At: at(d), Key: "ns-2/web", Err: "conflict"})
+	}
+	tr = &Trace{Start: t0, Reconciles: rs, End: at(5 * s)}
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.EqualError(t, v.Err, "bounded-backoff: reconcile of web retried without backing off")
+
+	// Backed off, but never tried again after the heal.
+	tr = &Trace{Start: t0, Healed: at(2 * s), End: at(40 * s),
+		Reconciles: []Reconcile{{At: at(0), Key: "ns/web", Err: "x"}, {At: at(1 * s), Key: "ns/web", Err: "x"}}}
+	require.EqualError(t, p.Check(tr).Err, "bounded-backoff: reconcile of web was not tried again within 30s after the faults healed")
+
+	// Waiting past the cap.
+	p = BoundedBackoff(BackoffOptions{Cap: 10 * s})
+	tr = &Trace{Start: t0, End: at(60 * s), Reconciles: []Reconcile{{At: at(0), Key: "ns/web", Err: "x"}, {At: at(30 * s), Key: "ns/web", Err: "x"}}}
+	require.EqualError(t, p.Check(tr).Err, "bounded-backoff: reconcile of web waited longer than the 10s cap between retries")
+
+	// Refused API requests of the controller count too, those of others not.
+	var reqs []Request
+	for d := time.Duration(0); d < 5*s; d += 10 * time.Millisecond {
+		reqs = append(reqs, Request{At: at(d), User: "other", Verb: "update", Resource: "apps", Name: "web", Code: 409})
+	}
+	tr = &Trace{Start: t0, Controller: "app-controller", Requests: reqs, End: at(5 * s), Final: true}
+	require.NoError(t, BoundedBackoff(BackoffOptions{}).Check(tr).Err)
+	for i := range reqs {
+		reqs[i].User = "app-controller"
+	}
+	require.EqualError(t, BoundedBackoff(BackoffOptions{}).Check(tr).Err, "bounded-backoff: update apps web retried without backing off")
+}
+
+func TestNoPanicsAndFunc(t *testing.T) {
+	tr := &Trace{Start: t0, End: at(s), Final: true}
+	require.NoError(t, NoPanics().Check(tr).Err)
+	tr.Panics = []Panic{{At: at(0), Value: "runtime error: index out of range [3] with length 3\ngoroutine 1", Stack: "main.go:1"}}
+	require.EqualError(t, NoPanics().Check(tr).Err, "no-panics: the controller panicked: runtime error: index out of range [3] with length 3")
+
+	p := Func("at-least-one-write", func(tr *Trace) error {
+		if len(tr.Writes) == 0 {
+			return errors.New("the controller wrote nothing")
+		}
+		return nil
+	})
+	require.False(t, p.Check(&Trace{}).Done, "judged only at the end")
+	require.EqualError(t, p.Check(tr).Err, "at-least-one-write: the controller wrote nothing")
+	tr.Writes = writes("c", "spec.x", 0)
+	require.NoError(t, p.Check(tr).Err)
+}
+
+func TestStateHelpers(t *testing.T) {
+	st := replicaStates(2)[0]
+	require.Len(t, st.ByKind("App"), 1)
+	require.Nil(t, st.Get("App", "other"))
+	type app struct {
+		Spec struct {
+			Replicas int `json:"replicas"`
+		} `json:"spec"`
+	}
+	a, err := As[app](st.Get("App", "web"))
+	require.NoError(t, err)
+	require.Equal(t, 3, a.Spec.Replicas)
+}

@@ -1,0 +1,136 @@
+package properties
+
+import (
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Trace is what the harness recorded of one case. Times are wall times.
+type Trace struct {
+	// Start is when the fixtures were created; Healed when the last fault
+	// stopped (zero while faults are still running); End when the trace was
+	// last extended.
+	Start, Healed, End time.Time
+	// Final is set on the last check of a case: no more will be observed.
+	Final bool
+	// Controller is the name under which the controller under test writes
+	// (its field manager and API user).
+	Controller string
+
+	States     []State     // the observed objects, after every change
+	Writes     []Write     // field history, from managedFields
+	Requests   []Request   // the API server's audit log
+	Reconciles []Reconcile // in-process controllers' reconcile results
+	Panics     []Panic     // in-process controllers' panics
+	Events     []Event     // fault steps and user changes, in order
+}
+
+// State is a snapshot of the objects a case watches.
+type State struct {
+	At      time.Time
+	Objects []*unstructured.Unstructured
+}
+
+// ByKind returns the objects of a kind, sorted by name.
+func (s State) ByKind(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range s.Objects {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
+}
+
+// Get returns the object of that kind and name, or nil.
+func (s State) Get(kind, name string) *unstructured.Unstructured {
+	for _, o := range s.Objects {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// As converts an observed object to a typed one (a *corev1.Pod, or the
+// controller's own type).
+func As[T any](u *unstructured.Unstructured) (*T, error) {
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Write is one change of one field, by one field manager.
+type Write struct {
+	At      time.Time
+	Manager string
+	Kind    string
+	Name    string
+	Field   string // a path such as spec.replicas
+	Value   string // the new value, as JSON; empty when removed
+}
+
+// Request is one request from the audit log.
+type Request struct {
+	At          time.Time
+	User        string
+	UserAgent   string
+	Verb        string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	Code        int
+}
+
+// Reconcile is one reconcile of an in-process controller.
+type Reconcile struct {
+	At           time.Time
+	Controller   string
+	Key          string // namespace/name
+	Err          string // empty on success
+	Requeue      bool
+	RequeueAfter time.Duration
+}
+
+// Panic is a panic of the controller under test.
+type Panic struct {
+	At    time.Time
+	Value string
+	Stack string
+}
+
+// EventKind tells what drove the system: a fault, or the user.
+type EventKind string
+
+// The kinds of Event.
+const (
+	FaultEvent EventKind = "fault"
+	UserEvent  EventKind = "user"
+)
+
+// Event is one fault step or user change, as applied.
+type Event struct {
+	At   time.Time
+	Kind EventKind
+	Name string // the step, as it prints: NodeLoss{Node: 1}
+}
+
+// stateAt returns the index of the last state at or before t, or -1.
+func (tr *Trace) stateAt(t time.Time) int {
+	return sort.Search(len(tr.States), func(i int) bool { return tr.States[i].At.After(t) }) - 1
+}
+
+// healedOrEnd is the heal time, or the end of the trace while not healed.
+func (tr *Trace) healedOrEnd() time.Time {
+	if tr.Healed.IsZero() {
+		return tr.End
+	}
+	return tr.Healed
+}
