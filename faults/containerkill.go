@@ -1,0 +1,51 @@
+package faults
+
+import (
+	"context"
+
+	"pgregory.net/rapid"
+)
+
+// ContainerKillStep ends the first container of the namespace's Pod-th pod
+// (by name, modulo their number) with an exit code: 137 is an OOM kill.
+// The kubelet restarts it per restartPolicy, with CrashLoopBackOff.
+type ContainerKillStep struct {
+	Pod      int   `json:"pod"`
+	ExitCode int32 `json:"exitCode"`
+}
+
+func (ContainerKillStep) Fault() string { return "ContainerKill" }
+
+func (s ContainerKillStep) Apply(ctx context.Context, t Target) error {
+	pods, err := t.Pods(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		return noOp("no pod to kill")
+	}
+	p := pods[nth(s.Pod, len(pods))]
+	reason := "Error"
+	if s.ExitCode == 137 {
+		reason = "OOMKilled"
+	}
+	return t.KillContainer(ctx, p.Name, p.Spec.Containers[0].Name, s.ExitCode, reason)
+}
+
+// ContainerKill is the container-kill fault.
+func ContainerKill() Fault { return containerKill{} }
+
+type containerKill struct{}
+
+func (containerKill) Name() string { return ContainerKillStep{}.Fault() }
+
+func (containerKill) Steps(c Config) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step {
+		return ContainerKillStep{
+			Pod:      intIn(t, 0, 9, "pod"),
+			ExitCode: rapid.SampledFrom([]int32{137, 1, 2, 143}).Draw(t, "exitCode"),
+		}
+	})
+}
+
+func (containerKill) Decode(b []byte) (Step, error) { return decodeStep[ContainerKillStep](b) }

@@ -1,0 +1,137 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Step is one drawn fault step.
+type Step interface {
+	// Fault is the name of the fault that drew the step, as scenario files
+	// spell it.
+	Fault() string
+	// Apply carries the step out. An error wrapping ErrNoOp means the step
+	// no longer applied.
+	Apply(ctx context.Context, t Target) error
+}
+
+// Fault draws steps of one kind.
+type Fault interface {
+	// Name is the fault's name in plans and scenario files.
+	Name() string
+	// Steps draws a step for a case of the given shape.
+	Steps(c Config) *rapid.Generator[Step]
+	// Decode reads a step's fields from a scenario file.
+	Decode(fields []byte) (Step, error)
+}
+
+// Config is the shape of a case that steps are drawn for.
+type Config struct {
+	Nodes    int // simulated nodes
+	Fixtures int // the user's objects
+}
+
+// Target is what steps act on: one case of the harness.
+type Target interface {
+	Namespace() string
+	// Client writes as the fault injector, a field manager of its own.
+	Client() client.Client
+	// UserClient writes as the user, for changes of the desired state.
+	UserClient() client.Client
+	// Fixtures are the user's objects of the case, by index.
+	Fixtures() []client.Object
+	// Children are the objects the fixtures own, sorted by kind and name.
+	Children(ctx context.Context) ([]client.Object, error)
+	// Pods are the namespace's pods, sorted by name.
+	Pods(ctx context.Context) ([]corev1.Pod, error)
+	LoseNode(i int) error
+	RecoverNode(i int) error
+	KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error
+	RestartController(ctx context.Context) error
+	// Settle waits until the controller and the cluster are quiet.
+	Settle(ctx context.Context) error
+}
+
+// ErrNoOp is wrapped by Apply's error when a step no longer applies.
+var ErrNoOp = errors.New("no-op")
+
+// noOp returns an error wrapping ErrNoOp that says why.
+func noOp(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNoOp, fmt.Sprintf(format, args...))
+}
+
+// Default is a sensible set for a controller of replicated pods: nodes
+// lost and recovered, containers killed, replicas changed by the user,
+// owned objects deleted, the controller restarted.
+func Default() []Fault {
+	return []Fault{
+		NodeLoss(), NodeRecover(), ContainerKill(), ScaleChange(ScaleOptions{}), ChildDelete(), ControllerRestart(),
+	}
+}
+
+// Catalog is every fault kubeprop has, with default options: what a
+// scenario file may name.
+func Catalog() []Fault {
+	return append(Default(), ConflictingWriter(ConflictOptions{}))
+}
+
+// Plan draws a whole plan up front: between 1 and maxSteps steps, each from
+// one of the faults.
+func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
+	gens := make([]*rapid.Generator[Step], len(fs))
+	for i, f := range fs {
+		gens[i] = f.Steps(c)
+	}
+	return rapid.SliceOfN(rapid.OneOf(gens...), 1, maxSteps)
+}
+
+// Format prints a step on one line: NodeLoss{Node: 1}.
+func Format(s Step) string {
+	v := reflect.ValueOf(s)
+	var fields []string
+	for i := range v.NumField() {
+		fields = append(fields, fmt.Sprintf("%s: %v", v.Type().Field(i).Name, v.Field(i).Interface()))
+	}
+	return s.Fault() + "{" + strings.Join(fields, ", ") + "}"
+}
+
+// FormatPlan prints a plan on one line.
+func FormatPlan(plan []Step) string {
+	parts := make([]string, len(plan))
+	for i, s := range plan {
+		parts[i] = Format(s)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// decodeStep reads the fields of a step of type S, rejecting unknown ones.
+func decodeStep[S Step](fields []byte) (Step, error) {
+	var s S
+	if err := yaml.UnmarshalStrict(fields, &s); err != nil {
+		return nil, fmt.Errorf("reading a %s step: %w", s.Fault(), err)
+	}
+	return s, nil
+}
+
+// nth returns i modulo n, for indices drawn before the count was known.
+func nth(i, n int) int { return ((i % n) + n) % n }
+
+// intIn draws an int from [lo, hi] (hi at least lo).
+func intIn(t *rapid.T, lo, hi int, label string) int {
+	return rapid.IntRange(lo, max(lo, hi)).Draw(t, label)
+}
+
+// IsUserChange reports whether a step is the user changing the desired
+// state (ScaleChange) rather than a fault.
+func IsUserChange(s Step) bool {
+	_, ok := s.(interface{ UserChange() })
+	return ok
+}

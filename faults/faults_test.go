@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestPlansRoundTrip(t *testing.T) {
+	cfg := Config{Nodes: 3, Fixtures: 2}
+	rapid.Check(t, func(rt *rapid.T) {
+		plan := Plan(Catalog(), cfg, 7).Draw(rt, "plan")
+		require.NotEmpty(rt, plan)
+		require.LessOrEqual(rt, len(plan), 7)
+		for _, s := range plan {
+			if n, ok := s.(NodeLossStep); ok {
+				require.Less(rt, n.Node, cfg.Nodes)
+			}
+			m, err := EncodeStep(s)
+			require.NoError(rt, err)
+			back, err := DecodeStep(m, Catalog())
+			require.NoError(rt, err)
+			require.Equal(rt, s, back, "comparable values survive a scenario file")
+		}
+	})
+}
+
+func TestFormat(t *testing.T) {
+	require.Equal(t, "NodeLoss{Node: 1}", Format(NodeLossStep{Node: 1}))
+	require.Equal(t, "ControllerRestart{}", Format(ControllerRestartStep{}))
+	require.Equal(t, "[ConflictingWriter{Object: 0, Field: spec.replicas, Value: 2, Rounds: 20} NodeRecover{Node: 0}]",
+		FormatPlan([]Step{ConflictingWriterStep{Field: "spec.replicas", Value: 2, Rounds: 20}, NodeRecoverStep{}}))
+	require.True(t, IsUserChange(ScaleChangeStep{}))
+	require.False(t, IsUserChange(NodeLossStep{}))
+}
+
+func TestDecodeErrors(t *testing.T) {
+	_, err := DecodeStep(map[string]any{"fault": "NodeExplode", "node": 1}, Catalog())
+	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, NodeLoss, NodeRecover, ScaleChange`)
+	_, err = DecodeStep(map[string]any{"node": 1}, Catalog())
+	require.ErrorContains(t, err, "no fault name")
+	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "nodes": 1}, Catalog())
+	require.ErrorContains(t, err, `unknown field "nodes"`)
+	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "node": "one"}, Catalog())
+	require.ErrorContains(t, err, "reading a NodeLoss step")
+}
+
+// fakeTarget records what steps ask of a case.
+type fakeTarget struct {
+	pods     []corev1.Pod
+	calls    []string
+	lost     map[int]bool
+	fixtures []client.Object
+}
+
+func (f *fakeTarget) Namespace() string                          { return "ns" }
+func (f *fakeTarget) Client() client.Client                      { return nil }
+func (f *fakeTarget) UserClient() client.Client                  { return nil }
+func (f *fakeTarget) Fixtures() []client.Object                  { return f.fixtures }
+func (f *fakeTarget) Settle(context.Context) error               { return nil }
+func (f *fakeTarget) Pods(context.Context) ([]corev1.Pod, error) { return f.pods, nil }
+func (f *fakeTarget) Children(context.Context) ([]client.Object, error) {
+	return nil, nil
+}
+func (f *fakeTarget) LoseNode(i int) error {
+	if f.lost[i] {
+		return noOp("node %d already lost", i)
+	}
+	f.lost[i] = true
+	f.calls = append(f.calls, fmt.Sprintf("lose %d", i))
+	return nil
+}
+func (f *fakeTarget) RecoverNode(i int) error {
+	f.calls = append(f.calls, fmt.Sprintf("recover %d", i))
+	return nil
+}
+func (f *fakeTarget) KillContainer(_ context.Context, pod, container string, code int32, reason string) error {
+	f.calls = append(f.calls, fmt.Sprintf("kill %s/%s %d %s", pod, container, code, reason))
+	return nil
+}
+func (f *fakeTarget) RestartController(context.Context) error {
+	f.calls = append(f.calls, "restart")
+	return nil
+}
+
+func TestApplyNamesByIndex(t *testing.T) {
+	ctx := context.Background()
+	pod := func(name string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	}
+	f := &fakeTarget{lost: map[int]bool{}, pods: []corev1.Pod{pod("a"), pod("b")}}
+	for _, s := range []Step{
+		NodeLossStep{Node: 1}, ContainerKillStep{Pod: 3, ExitCode: 137}, ContainerKillStep{Pod: 0, ExitCode: 1},
+		ControllerRestartStep{}, NodeRecoverStep{Node: 1},
+	} {
+		require.NoError(t, s.Apply(ctx, f), Format(s))
+	}
+	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1"}, f.calls)
+
+	// Steps that no longer apply are no-ops, not failures.
+	require.True(t, errors.Is(NodeLossStep{Node: 1}.Apply(ctx, &fakeTarget{lost: map[int]bool{1: true}}), ErrNoOp))
+	require.True(t, errors.Is(ContainerKillStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(ChildDeleteStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(ScaleChangeStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(ConflictingWriterStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+}

@@ -1,0 +1,31 @@
+package faults
+
+import (
+	"context"
+
+	"pgregory.net/rapid"
+)
+
+// NodeLossStep makes a simulated node stop its heartbeats and status
+// writes. The real node lifecycle controller marks it Unknown and taints
+// it; the taint manager evicts its pods after the (scaled) toleration.
+type NodeLossStep struct {
+	Node int `json:"node"`
+}
+
+func (NodeLossStep) Fault() string { return "NodeLoss" }
+
+func (s NodeLossStep) Apply(_ context.Context, t Target) error { return t.LoseNode(s.Node) }
+
+// NodeLoss is the node-loss fault.
+func NodeLoss() Fault { return nodeLoss{} }
+
+type nodeLoss struct{}
+
+func (nodeLoss) Name() string { return NodeLossStep{}.Fault() }
+
+func (nodeLoss) Steps(c Config) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step { return NodeLossStep{Node: intIn(t, 0, c.Nodes-1, "node")} })
+}
+
+func (nodeLoss) Decode(b []byte) (Step, error) { return decodeStep[NodeLossStep](b) }

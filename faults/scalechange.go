@@ -1,0 +1,76 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ScaleChangeStep is the user editing the desired state: it sets an
+// integer field (spec.replicas by default) of the Object-th fixture.
+type ScaleChangeStep struct {
+	Object int    `json:"object"`
+	Field  string `json:"field"`
+	Value  int64  `json:"value"`
+}
+
+func (ScaleChangeStep) Fault() string { return "ScaleChange" }
+
+// UserChange marks the step as the user's, not a fault's.
+func (ScaleChangeStep) UserChange() {}
+
+func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
+	fixtures := t.Fixtures()
+	if len(fixtures) == 0 {
+		return noOp("no fixture to change")
+	}
+	obj := fixtures[nth(s.Object, len(fixtures))]
+	patch := fmt.Sprintf("%d", s.Value)
+	path := strings.Split(s.Field, ".")
+	for i := len(path) - 1; i >= 0; i-- {
+		patch = fmt.Sprintf("{%q:%s}", path[i], patch)
+	}
+	target := obj.DeepCopyObject().(client.Object)
+	if err := t.UserClient().Patch(ctx, target, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		return fmt.Errorf("setting %s of %s to %d: %w", s.Field, obj.GetName(), s.Value, err)
+	}
+	return nil
+}
+
+// ScaleOptions configures ScaleChange. Zero values take the defaults.
+type ScaleOptions struct {
+	// Field is the integer field to set. Empty means spec.replicas.
+	Field string
+	// Max is the largest value drawn (from 0). Zero means 5.
+	Max int64
+}
+
+// ScaleChange is the user's change of the desired replica count.
+func ScaleChange(opts ScaleOptions) Fault {
+	if opts.Field == "" {
+		opts.Field = "spec.replicas"
+	}
+	if opts.Max == 0 {
+		opts.Max = 5
+	}
+	return scaleChange{opts: opts}
+}
+
+type scaleChange struct{ opts ScaleOptions }
+
+func (scaleChange) Name() string { return ScaleChangeStep{}.Fault() }
+
+func (f scaleChange) Steps(c Config) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step {
+		return ScaleChangeStep{
+			Object: intIn(t, 0, c.Fixtures-1, "object"),
+			Field:  f.opts.Field,
+			Value:  rapid.Int64Range(0, f.opts.Max).Draw(t, "value"),
+		}
+	})
+}
+
+func (scaleChange) Decode(b []byte) (Step, error) { return decodeStep[ScaleChangeStep](b) }
