@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kubeprop/kubeprop/harness/cluster"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
@@ -46,6 +49,8 @@ const DefaultTimeScale = 10
 // Identities of the actors kubeprop itself runs, as the audit log shows them.
 const (
 	UserKubelet = "kubeprop:kubelet"
+	// UserUser makes the user's changes: fixtures and ScaleChange.
+	UserUser = "kubeprop:user"
 )
 
 // Env is a running hollow cluster.
@@ -54,6 +59,11 @@ type Env struct {
 	Cluster *cluster.Cluster
 	// Kubelets runs the simulated nodes.
 	Kubelets *kubelet.Simulator
+
+	controllerConfig *rest.Config // UserController's connection
+	userConfig       *rest.Config // UserUser's connection
+	mapper           meta.RESTMapper
+	dynamic          dynamic.Interface
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -82,7 +92,34 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())
 	}
-	return &Env{Cluster: c, Kubelets: sim}, nil
+	e := &Env{Cluster: c, Kubelets: sim}
+	if err := e.connect(); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+// connect provisions the identities and clients the cases share.
+func (e *Env) connect() error {
+	var err error
+	if e.controllerConfig, err = e.Cluster.AddUser(UserController); err != nil {
+		return err
+	}
+	if e.userConfig, err = e.Cluster.AddUser(UserUser); err != nil {
+		return err
+	}
+	cfg := e.Config()
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to the API server: %w", err)
+	}
+	if e.mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
+		return fmt.Errorf("discovering the API server's resources: %w", err)
+	}
+	if e.dynamic, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("connecting to the API server: %w", err)
+	}
+	return nil
 }
 
 // MustStart is Start for TestMain: it panics with Start's error, which says

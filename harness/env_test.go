@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -35,6 +36,15 @@ var (
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
+	// A case takes seconds on the hollow cluster: unless told otherwise,
+	// draw 5 plans per check, not rapid's 100.
+	flag.Parse()
+	if os.Getenv("RAPID_CHECKS") == "" && !flagSet("rapid.checks") {
+		_ = flag.Set("rapid.checks", "5")
+	}
+	if !flagSet("rapid.shrinktime") {
+		_ = flag.Set("rapid.shrinktime", "20s")
+	}
 	env = harness.MustStart(harness.EnvOptions{
 		TimeScale:         testTimeScale,
 		CRDDirectoryPaths: []string{"testdata/crds"},
@@ -203,3 +213,12 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+func sprint(args ...any) string                 { return fmt.Sprint(args...) }

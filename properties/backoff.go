@@ -58,15 +58,21 @@ type attempt struct {
 }
 
 func (p boundedBackoff) Check(tr *Trace) Verdict {
+	open := 0
 	for _, target := range attemptsByTarget(tr) {
 		if v, bad := p.checkTarget(tr, target.what, target.attempts); bad {
 			return v
 		}
+		if n := len(target.attempts); n > 0 && target.attempts[n-1].failed {
+			open++
+		}
 	}
-	if tr.Final || (!tr.Healed.IsZero() && tr.End.Sub(tr.Healed) > p.opts.RecoverWithin) {
+	// Healed, with every target's last attempt a success: nothing is
+	// left to back off from.
+	if tr.Final || (!tr.Healed.IsZero() && (open == 0 || tr.End.Sub(tr.Healed) > p.opts.RecoverWithin)) {
 		return pass("every failing streak backed off")
 	}
-	return pending("no violation so far")
+	return pending("%d targets still failing", open)
 }
 
 func (p boundedBackoff) checkTarget(tr *Trace, what string, attempts []attempt) (Verdict, bool) {

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -210,7 +211,8 @@ func (n *Node) loop(ctx context.Context, uid types.UID) {
 }
 
 func (n *Node) report(err error) {
-	if err != nil && !apierrors.IsNotFound(err) {
+	// A node stopped mid-request, or removed, has nothing to report.
+	if err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, context.Canceled) {
 		utilruntime.HandleError(err)
 	}
 }

@@ -1,0 +1,82 @@
+package harness_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+func TestSpecValidation(t *testing.T) {
+	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, harness.Spec{}) })
+	require.Contains(t, tb.output(), "Spec.Controller is nil")
+	require.Contains(t, tb.output(), "Spec.Fixtures is nil")
+	require.Contains(t, tb.output(), "Spec.Properties is empty")
+
+	spec := widgetSpec(false)
+	spec.Properties = append(spec.Properties, properties.NoPanics())
+	_, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
+	require.ErrorContains(t, err, `two properties named "no-panics"`)
+}
+
+func TestBadScenarios(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]struct{ file, want string }{
+		"malformed":       {"version: 1\nplan: [\n", "is malformed"},
+		"unknown-field":   {"version: 1\nplans: []\n", `unknown field "plans"`},
+		"future-version":  {"version: 7\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\n", "has version 7; this kubeprop reads version 1"},
+		"empty-plan":      {"version: 1\nplan: []\nexpect: {outcome: pass}\n", "empty plan"},
+		"unknown-fault":   {"version: 1\nplan: [{fault: NodeExplode}]\nexpect: {outcome: pass}\n", `step 1: unknown fault "NodeExplode"; the known faults are`},
+		"bad-expectation": {"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: maybe}\n", `expect.outcome is "maybe"`},
+		"missing-file":    {"", "reading scenario"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".yaml")
+			if c.file != "" {
+				require.NoError(t, os.WriteFile(path, []byte(c.file), 0o644))
+			}
+			tb := expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), path) })
+			require.True(t, tb.Failed())
+			require.Contains(t, tb.output(), c.want)
+		})
+	}
+}
+
+// panicky is a controller whose reconcile panics.
+type panicky struct{}
+
+func (panicky) Reconcile(context.Context, ctrl.Request) (ctrl.Result, error) {
+	panic("reconcile exploded")
+}
+
+func TestControllerMisbehaviour(t *testing.T) {
+	ctx := context.Background()
+	plan := []faults.Step{faults.ControllerRestartStep{}}
+	spec := widgetSpec(false)
+
+	spec.Controller = harness.Manager(func(manager.Manager, controller.Options) error { panic("setup exploded") })
+	_, err := harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, "setting up the controller: it panicked: setup exploded")
+
+	spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+		w := newWidget("", "", 0)
+		return ctrl.NewControllerManagedBy(mgr).For(w).WithOptions(opts).Complete(panicky{})
+	})
+	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.Fixtures = func(ns string) []client.Object { return []client.Object{newWidget(ns, "web", 1)} }
+	rep, err := harness.Run(ctx, env, spec, plan)
+	require.NoError(t, err)
+	require.True(t, rep.Failed())
+	require.Equal(t, "no-panics: the controller panicked: reconcile exploded", rep.Failures[0].Message)
+}

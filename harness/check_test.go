@@ -1,0 +1,145 @@
+package harness_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+func widgetSpec(churn bool) harness.Spec {
+	return harness.Spec{
+		Controller: harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+			return (&widgetReconciler{churn: churn}).setup(mgr, opts)
+		}),
+		Fixtures: func(ns string) []client.Object { return []client.Object{newWidget(ns, "web", 3)} },
+		Properties: []properties.Property{
+			properties.Converges("widget-ready", widgetReady, 30*time.Second),
+			properties.BoundedBackoff(properties.BackoffOptions{}),
+			properties.NoFightLoop(properties.FightOptions{}),
+			properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 5 * time.Second}),
+			properties.NoPanics(),
+		},
+	}
+}
+
+// TestRunCorrectController runs one plan with every kind of step on a
+// correct controller: every property holds, and the trace saw the actors.
+func TestRunCorrectController(t *testing.T) {
+	plan := []faults.Step{
+		faults.NodeLossStep{Node: 0},
+		faults.ContainerKillStep{Pod: 1, ExitCode: 137},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 4},
+		faults.ChildDeleteStep{Child: 0},
+		faults.ControllerRestartStep{},
+		faults.NodeRecoverStep{Node: 0},
+	}
+	rep, err := harness.Run(context.Background(), env, widgetSpec(false), plan)
+	require.NoError(t, err)
+	require.False(t, rep.Failed(), "failures: %+v\ntimeline:\n%s", rep.Failures, strings.Join(rep.Timeline, "\n"))
+	managers := map[string]bool{}
+	for _, w := range rep.Trace.Writes {
+		managers[w.Manager] = true
+	}
+	for _, m := range []string{"kubelet", harness.ManagerUser} {
+		require.True(t, managers[m], "no write by %s in %v", m, managers)
+	}
+	require.NotEmpty(t, rep.Trace.Reconciles, "the recording queue saw no reconcile")
+	require.NotEmpty(t, rep.Trace.Requests, "the audit log gave no request")
+	t.Logf("timeline:\n%s", strings.Join(rep.Timeline, "\n"))
+}
+
+// TestCheckCorrectController draws plans (-rapid.checks of them) for a
+// correct controller: none may fail.
+func TestCheckCorrectController(t *testing.T) {
+	harness.Check(t, env, widgetSpec(false))
+}
+
+// failureRecorder is a rapid.TB that keeps the failures of a check that
+// is meant to fail, instead of failing the test.
+type failureRecorder struct {
+	*testing.T
+	mu     sync.Mutex
+	failed bool
+	msgs   []string
+}
+
+func (f *failureRecorder) record(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = true
+	f.msgs = append(f.msgs, msg)
+}
+func (f *failureRecorder) Errorf(format string, args ...any) { f.record(sprintf(format, args...)) }
+func (f *failureRecorder) Error(args ...any)                 { f.record(sprint(args...)) }
+func (f *failureRecorder) Fatalf(format string, args ...any) { f.record(sprintf(format, args...)); runtime.Goexit() }
+func (f *failureRecorder) Fatal(args ...any)                 { f.record(sprint(args...)); runtime.Goexit() }
+func (f *failureRecorder) FailNow()                          { f.record("FailNow"); runtime.Goexit() }
+func (f *failureRecorder) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+func (f *failureRecorder) output() string { return strings.Join(f.msgs, "\n") }
+
+// expectFailure runs fn with a failureRecorder and returns it.
+func expectFailure(t *testing.T, fn func(tb *failureRecorder)) *failureRecorder {
+	tb := &failureRecorder{T: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(tb)
+	}()
+	<-done
+	return tb
+}
+
+// TestCheckFindsShrinksAndReplays runs Check on a controller with a
+// seeded bug (status churn): it must fail on Quiescent, shrink the plan to
+// one step, save a scenario whose replay reproduces the failure.
+func TestCheckFindsShrinksAndReplays(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	start := time.Now()
+	// The churning controller never settles: short caps keep its cases short.
+	spec := widgetSpec(true)
+	spec.Setup, spec.SettleCap = 5*time.Second, 2*time.Second
+	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, spec) })
+	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
+	require.True(t, tb.Failed())
+	out := tb.output()
+	require.Contains(t, out, "kubeprop: quiescent: writes went on after the faults healed: Widget web field status.lastReconcileTime by [")
+	require.Contains(t, out, "to 1 steps): [")
+	require.Contains(t, out, "replay:   go test -run 'TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
+
+	files, err := filepath.Glob(filepath.Join(dir, harness.ScenarioDir, t.Name(), "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Contains(t, string(b), "outcome: fail")
+	require.Contains(t, string(b), "property: quiescent")
+	t.Logf("%s:\n%s", files[0], b)
+
+	// Replays reproduce the failure, 3 of 3.
+	for range 3 {
+		harness.Replay(t, env, spec, files[0])
+	}
+	// On the fixed controller, the scenario's expected failure is gone.
+	tb = expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), files[0]) })
+	require.True(t, tb.Failed())
+	require.Contains(t, tb.output(), "property quiescent held, but the scenario expects it to fail")
+}

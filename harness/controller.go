@@ -1,0 +1,155 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Controller is a controller under test. The harness starts a fresh
+// instance for every case, and again for ControllerRestart.
+type Controller interface {
+	start(ctx context.Context, c *caseRun) (stop func() error, err error)
+}
+
+// UserController is the API user the controller under test runs as, as
+// the audit log shows it.
+const UserController = "kubeprop:controller"
+
+// controllerStopTimeout bounds how long a stopping controller may take.
+const controllerStopTimeout = 30 * time.Second
+
+// Manager runs a controller-runtime controller in process. setup receives
+// a fresh manager, whose cache sees only the case's namespace, and the
+// controller.Options to pass on (builder.WithOptions): they record the
+// controller's reconciles and requeues for the properties.
+func Manager(setup func(mgr manager.Manager, opts controller.Options) error) Controller {
+	return managerController{setup: setup}
+}
+
+// SetupWithManager runs a controller-runtime reconciler whose
+// SetupWithManager(mgr) is left unchanged. Without the harness's
+// controller.Options its reconciles are not recorded; its retries still
+// show in the audit log.
+func SetupWithManager(r interface{ SetupWithManager(manager.Manager) error }) Controller {
+	return managerController{setup: func(mgr manager.Manager, _ controller.Options) error { return r.SetupWithManager(mgr) }}
+}
+
+type managerController struct {
+	setup func(manager.Manager, controller.Options) error
+}
+
+func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
+	mgr, err := manager.New(rest.CopyConfig(c.env.controllerConfig), manager.Options{
+		Scheme:                 c.spec.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), RecoverPanic: ptr.To(true)},
+		Logger:                 c.logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller's manager: %w", err)
+	}
+	opts := controller.Options{
+		SkipNameValidation: ptr.To(true),
+		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return newRecordingQueue(c.recorder, name, workqueue.NewTypedRateLimitingQueueWithConfig(rl,
+				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}))
+		},
+	}
+	if err := callSetup(m.setup, mgr, opts); err != nil {
+		return nil, fmt.Errorf("setting up the controller: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("the controller's manager ended with: %w", err)
+			}
+			return nil
+		case <-time.After(controllerStopTimeout):
+			return fmt.Errorf("the controller did not stop within %v of its context ending: a Runnable or reconcile ignores ctx", controllerStopTimeout)
+		}
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, c.spec.Setup)
+	defer syncCancel()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(syncCtx) }()
+	select {
+	case err := <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("it returned at once")
+		}
+		return nil, fmt.Errorf("the controller did not start: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return nil, errors.Join(fmt.Errorf("the controller's cache did not sync within %v", c.spec.Setup), stop())
+		}
+	}
+	return stop, nil
+}
+
+// recordingQueue is a controller's workqueue that tells the recorder when
+// a reconcile starts and how it ends: a rate-limited requeue (an error, or
+// Requeue), a requeue after a delay, or done.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	rec  *recorder
+	name string
+}
+
+func newRecordingQueue(rec *recorder, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
+	rq := &recordingQueue{TypedRateLimitingInterface: q, rec: rec, name: name}
+	rec.addQueue(rq)
+	return rq
+}
+
+func (q *recordingQueue) Get() (reconcile.Request, bool) {
+	item, shutdown := q.TypedRateLimitingInterface.Get()
+	if !shutdown {
+		q.rec.reconcileStarted(q.name, item.String())
+	}
+	return item, shutdown
+}
+
+func (q *recordingQueue) AddRateLimited(item reconcile.Request) {
+	q.rec.reconcileOutcome(q.name, item.String(), outcomeRateLimited, 0)
+	q.TypedRateLimitingInterface.AddRateLimited(item)
+}
+
+func (q *recordingQueue) AddAfter(item reconcile.Request, d time.Duration) {
+	q.rec.reconcileOutcome(q.name, item.String(), outcomeRequeueAfter, d)
+	q.TypedRateLimitingInterface.AddAfter(item, d)
+}
+
+func (q *recordingQueue) Done(item reconcile.Request) {
+	q.rec.reconcileDone(q.name, item.String())
+	q.TypedRateLimitingInterface.Done(item)
+}
+
+// callSetup runs the user's setup, turning a panic into an error.
+func callSetup(setup func(manager.Manager, controller.Options) error, mgr manager.Manager, opts controller.Options) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("it panicked: %v", r)
+		}
+	}()
+	return setup(mgr, opts)
+}

@@ -1,0 +1,456 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// recorder builds a case's trace: the states and field writes of the
+// watched objects, the controller's reconciles, its panics, and the steps
+// applied.
+type recorder struct {
+	mu         sync.Mutex
+	start      time.Time
+	healed     time.Time
+	objects    map[string]*unstructured.Unstructured // by kind/name
+	states     []properties.State
+	writes     []properties.Write
+	reconciles []properties.Reconcile
+	panics     []properties.Panic
+	events     []properties.Event
+	lastWrite  time.Time
+	inflight   map[string]*inflightReconcile // by controller/key
+	queues     []*recordingQueue
+	factory    dynamicinformer.DynamicSharedInformerFactory
+	stop       chan struct{}
+}
+
+type outcome int
+
+const (
+	outcomeDone outcome = iota
+	outcomeRateLimited
+	outcomeRequeueAfter
+)
+
+type inflightReconcile struct {
+	at      time.Time
+	outcome outcome
+	after   time.Duration
+}
+
+// faultManagers are the field managers of fault injectors: a write by one
+// of them is an event that drives what follows.
+var faultManagers = map[string]bool{faults.ConflictingWriterManager: true}
+
+func newRecorder() *recorder {
+	return &recorder{
+		start:    time.Now(),
+		objects:  map[string]*unstructured.Unstructured{},
+		inflight: map[string]*inflightReconcile{},
+		stop:     make(chan struct{}),
+	}
+}
+
+// watch starts observing the resources in namespace and returns when their
+// first lists are in.
+func (r *recorder) watch(ctx context.Context, client dynamic.Interface, namespace string, resources []schema.GroupVersionResource) error {
+	r.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, namespace, nil)
+	for _, gvr := range resources {
+		inf := r.factory.ForResource(gvr).Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { r.observe(nil, obj) },
+			UpdateFunc: func(old, obj any) { r.observe(old, obj) },
+			DeleteFunc: func(obj any) { r.observeDelete(obj) },
+		}); err != nil {
+			return fmt.Errorf("watching %s: %w", gvr.Resource, err)
+		}
+	}
+	r.factory.Start(r.stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for gvr, ok := range r.factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return fmt.Errorf("listing %s did not finish within 30 s", gvr.Resource)
+		}
+	}
+	return nil
+}
+
+func (r *recorder) close() {
+	close(r.stop)
+	if r.factory != nil {
+		r.factory.Shutdown()
+	}
+}
+
+func objectKey(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetName() }
+
+func (r *recorder) observe(oldObj, obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	var old *unstructured.Unstructured
+	if o, ok := oldObj.(*unstructured.Unstructured); ok {
+		old = o
+	}
+	writes := fieldWrites(old, u, now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.objects[objectKey(u)] = u
+	r.snapshot(now)
+	for _, w := range writes {
+		if faultManagers[w.Manager] {
+			r.events = append(r.events, properties.Event{At: now, Kind: properties.FaultEvent, Name: "write by " + w.Manager})
+		}
+	}
+	r.writes = append(r.writes, writes...)
+	if len(writes) > 0 {
+		r.lastWrite = now
+	}
+}
+
+func (r *recorder) observeDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.objects, objectKey(u))
+	r.snapshot(now)
+	r.writes = append(r.writes, properties.Write{At: now, Manager: "(deleted)", Kind: u.GetKind(), Name: u.GetName(), Field: "metadata"})
+	r.lastWrite = now
+}
+
+// snapshot appends the current objects as a state. r.mu is held.
+func (r *recorder) snapshot(now time.Time) {
+	objs := make([]*unstructured.Unstructured, 0, len(r.objects))
+	for _, o := range r.objects {
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
+	r.states = append(r.states, properties.State{At: now, Objects: objs})
+}
+
+// event records a step applied, or a user change.
+func (r *recorder) event(s faults.Step, at time.Time) {
+	kind := properties.FaultEvent
+	if faults.IsUserChange(s) {
+		kind = properties.UserEvent
+	}
+	r.mu.Lock()
+	r.events = append(r.events, properties.Event{At: at, Kind: kind, Name: faults.Format(s)})
+	r.mu.Unlock()
+}
+
+func (r *recorder) heal(at time.Time) {
+	r.mu.Lock()
+	r.healed = at
+	r.mu.Unlock()
+}
+
+func (r *recorder) addQueue(q *recordingQueue) {
+	r.mu.Lock()
+	r.queues = append(r.queues, q)
+	r.mu.Unlock()
+}
+
+func (r *recorder) reconcileStarted(controller, key string) {
+	r.mu.Lock()
+	r.inflight[controller+"\x00"+key] = &inflightReconcile{at: time.Now()}
+	r.mu.Unlock()
+}
+
+func (r *recorder) reconcileOutcome(controller, key string, o outcome, after time.Duration) {
+	r.mu.Lock()
+	if in := r.inflight[controller+"\x00"+key]; in != nil {
+		in.outcome, in.after = o, after
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) reconcileDone(controller, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in := r.inflight[controller+"\x00"+key]
+	if in == nil {
+		return
+	}
+	delete(r.inflight, controller+"\x00"+key)
+	rec := properties.Reconcile{At: in.at, Controller: controller, Key: key}
+	switch in.outcome {
+	case outcomeRateLimited:
+		rec.Err, rec.Requeue = "requeued with back-off", true
+	case outcomeRequeueAfter:
+		rec.RequeueAfter = in.after
+	}
+	r.reconciles = append(r.reconciles, rec)
+}
+
+func (r *recorder) panicked(value any) {
+	r.mu.Lock()
+	r.panics = append(r.panics, properties.Panic{At: time.Now(), Value: fmt.Sprint(value), Stack: string(debug.Stack())})
+	r.mu.Unlock()
+}
+
+// idle reports whether the controller has nothing to do right now: no
+// reconcile running and nothing queued.
+func (r *recorder) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.inflight) > 0 {
+		return false
+	}
+	for _, q := range r.queues {
+		if q.Len() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *recorder) sinceLastWrite() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Since(r.lastWrite)
+}
+
+// current returns the objects now observed.
+func (r *recorder) current() []*unstructured.Unstructured {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.states) == 0 {
+		return nil
+	}
+	return r.states[len(r.states)-1].Objects
+}
+
+// trace returns the trace so far; requests come from the audit log.
+func (r *recorder) trace(requests []properties.Request, final bool) *properties.Trace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &properties.Trace{
+		Start: r.start, Healed: r.healed, End: time.Now(), Final: final,
+		Controller: UserController,
+		States:     append([]properties.State(nil), r.states...),
+		Writes:     append([]properties.Write(nil), r.writes...),
+		Requests:   requests,
+		Reconciles: append([]properties.Reconcile(nil), r.reconciles...),
+		Panics:     append([]properties.Panic(nil), r.panics...),
+		Events:     append([]properties.Event(nil), r.events...),
+	}
+}
+
+// activeRecorder receives the panics of in-process controllers: cases run
+// one at a time, and controller-runtime reports recovered panics through
+// the process-wide utilruntime.PanicHandlers.
+var (
+	activeRecorder atomic.Pointer[recorder]
+	panicHookOnce  sync.Once
+)
+
+func installPanicHook() {
+	panicHookOnce.Do(func() {
+		utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(_ context.Context, v any) {
+			if r := activeRecorder.Load(); r != nil {
+				r.panicked(v)
+			}
+		})
+	})
+}
+
+// fieldWrites diffs two versions of an object field by field and names,
+// from managedFields, the manager that owns each changed field.
+func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties.Write {
+	before := map[string]string{}
+	if old != nil {
+		flatten(old.Object, nil, before)
+	}
+	after := map[string]string{}
+	flatten(obj.Object, nil, after)
+	var paths []string
+	for p, v := range after {
+		if before[p] != v {
+			paths = append(paths, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	managed := obj.GetManagedFields()
+	var out []properties.Write
+	for _, p := range paths {
+		out = append(out, properties.Write{
+			At: at, Manager: owner(managed, p), Kind: obj.GetKind(), Name: obj.GetName(), Field: p, Value: after[p],
+		})
+	}
+	return out
+}
+
+// recordedRoots are the parts of an object whose fields are recorded; the
+// rest of metadata is the API server's bookkeeping.
+var recordedRoots = map[string]bool{"spec": true, "status": true, "data": true}
+var recordedMetadata = map[string]bool{"labels": true, "annotations": true, "finalizers": true, "ownerReferences": true, "deletionTimestamp": true}
+
+// flatten writes an object's leaf fields as path -> JSON value. Lists of
+// objects keyed by "type" or "name" (conditions, containers) are followed
+// by key: status.conditions[type=Ready].status; other lists are leaves.
+func flatten(v any, path []string, out map[string]string) {
+	if len(path) == 1 && !recordedRoots[path[0]] && path[0] != "metadata" {
+		return
+	}
+	if len(path) == 2 && path[0] == "metadata" && !recordedMetadata[path[1]] {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			flatten(child, append(path, k), out)
+		}
+		return
+	case []any:
+		if key := listKey(x); key != "" && len(path) > 0 {
+			for _, item := range x {
+				m := item.(map[string]any)
+				elem := fmt.Sprintf("%s[%s=%v]", path[len(path)-1], key, m[key])
+				flatten(m, append(append([]string(nil), path[:len(path)-1]...), elem), out)
+			}
+			return
+		}
+	}
+	if len(path) == 0 {
+		return
+	}
+	b, _ := json.Marshal(v)
+	out[strings.Join(path, ".")] = string(b)
+}
+
+// listKey returns the field that keys a list of objects, as the API's
+// list-map keys do: "type" (conditions), "uid" (ownerReferences) or "name"
+// (containers), when every item has it.
+func listKey(items []any) string {
+	for _, key := range []string{"type", "uid", "name"} {
+		ok := len(items) > 0
+		for _, item := range items {
+			m, isMap := item.(map[string]any)
+			if !isMap || m[key] == nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return key
+		}
+	}
+	return ""
+}
+
+// owner returns the manager whose managedFields entry holds the field at
+// path, the most recent one if several do.
+func owner(entries []metav1.ManagedFieldsEntry, path string) string {
+	best, bestTime := "", time.Time{}
+	for _, e := range entries {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
+			continue
+		}
+		if !fieldsHave(set, path) {
+			continue
+		}
+		var t time.Time
+		if e.Time != nil {
+			t = e.Time.Time
+		}
+		if best == "" || !t.Before(bestTime) {
+			best, bestTime = e.Manager, t
+		}
+	}
+	if best == "" {
+		return "(unknown)"
+	}
+	return best
+}
+
+// fieldsHave reports whether a FieldsV1 set holds path, or a prefix of it
+// (a manager that set a whole list or map owns what is inside).
+func fieldsHave(set map[string]any, path string) bool {
+	node := set
+	for _, elem := range splitPath(path) {
+		var next any
+		if name, key, ok := strings.Cut(elem, "["); ok {
+			child, found := node["f:"+name].(map[string]any)
+			if !found {
+				return false
+			}
+			if len(child) == 0 {
+				return true // an atomic list, owned whole
+			}
+			kv := strings.TrimSuffix(key, "]")
+			k, v, _ := strings.Cut(kv, "=")
+			keyJSON, _ := json.Marshal(map[string]string{k: v})
+			next = child["k:"+string(keyJSON)]
+		} else {
+			next = node["f:"+elem]
+		}
+		m, ok := next.(map[string]any)
+		if !ok {
+			return false
+		}
+		if len(m) == 0 || m["."] != nil && len(m) == 1 {
+			return true
+		}
+		node = m
+	}
+	return true
+}
+
+// splitPath splits a.b[type=x.y].c on the dots outside brackets.
+func splitPath(path string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range path {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case '.':
+			if depth == 0 {
+				out = append(out, path[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, path[start:])
+}

@@ -1,0 +1,289 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/kubelet"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// Field managers of the harness's own writers.
+const (
+	ManagerFaults = "kubeprop-faults"
+	ManagerUser   = "kubeprop-user"
+)
+
+// Report is the outcome of one case.
+type Report struct {
+	Plan []faults.Step
+	// Failures are the properties that failed, in the Spec's order.
+	Failures []Failure
+	// Timeline is the case, step by step, for the log.
+	Timeline []string
+	// Trace is everything recorded.
+	Trace *properties.Trace
+}
+
+// Failure is one property that did not hold.
+type Failure struct {
+	Property string
+	index    int
+	// Message is deterministic: what rapid compares while shrinking.
+	Message string
+	// Detail has the times and counts.
+	Detail string
+}
+
+// Failed reports whether any property failed.
+func (r *Report) Failed() bool { return len(r.Failures) > 0 }
+
+// caseRun is one case in progress.
+type caseRun struct {
+	env            *Env
+	spec           Spec
+	namespace      string
+	nodes          []*kubelet.Node
+	fixtures       []client.Object
+	recorder       *recorder
+	audit          *auditReader
+	faultClient    client.Client
+	userClient     client.Client
+	logger         logr.Logger
+	stopController func() error
+	started        time.Time
+	timeline       []string
+}
+
+var caseSeq atomic.Int64
+
+// Run runs one plan on env without rapid: a fresh namespace, nodes and
+// controller, the fixtures, each step followed by a settle, then the heal
+// and the properties' verdicts. The error is for the harness's own
+// failures; the properties' failures are in the report.
+func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report, error) {
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	n := caseSeq.Add(1)
+	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(),
+		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now()}
+	installPanicHook()
+	activeRecorder.Store(c.recorder)
+	defer activeRecorder.Store(nil)
+	defer c.teardown()
+
+	if err := c.setup(ctx, n); err != nil {
+		return nil, err
+	}
+	for _, step := range plan {
+		at := time.Now()
+		c.recorder.event(step, at)
+		err := step.Apply(ctx, c)
+		switch {
+		case errors.Is(err, faults.ErrNoOp):
+			c.logf("step %s: %v", faults.Format(step), err)
+		case err != nil:
+			return nil, fmt.Errorf("applying %s: %w", faults.Format(step), err)
+		default:
+			c.logf("step %s", faults.Format(step))
+		}
+		if err := c.Settle(ctx); err != nil {
+			return nil, err
+		}
+		c.logf("settled")
+	}
+	c.recorder.heal(time.Now())
+	c.logf("healed: faults stop")
+	return c.judge(ctx, plan)
+}
+
+func (c *caseRun) setup(ctx context.Context, n int64) error {
+	env := c.env
+	var err error
+	if c.faultClient, err = client.New(env.Config(), client.Options{Scheme: c.spec.Scheme, Mapper: env.mapper}); err != nil {
+		return fmt.Errorf("creating the faults' client: %w", err)
+	}
+	c.faultClient = client.WithFieldOwner(c.faultClient, ManagerFaults)
+	if c.userClient, err = client.New(env.userConfig, client.Options{Scheme: c.spec.Scheme, Mapper: env.mapper}); err != nil {
+		return fmt.Errorf("creating the user's client: %w", err)
+	}
+	c.userClient = client.WithFieldOwner(c.userClient, ManagerUser)
+	if err := c.userClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", c.namespace, err)
+	}
+	for i := range c.spec.Nodes {
+		node, err := env.Kubelets.AddNode(ctx, fmt.Sprintf("kp-%d-node-%d", n, i))
+		if err != nil {
+			return err
+		}
+		c.nodes = append(c.nodes, node)
+	}
+	c.fixtures = c.spec.Fixtures(c.namespace)
+	resources, err := c.watchedResources()
+	if err != nil {
+		return err
+	}
+	if c.audit, err = newAuditReader(env.Cluster.AuditLogPath(), c.namespace); err != nil {
+		return err
+	}
+	if err := c.recorder.watch(ctx, env.dynamic, c.namespace, resources); err != nil {
+		return err
+	}
+	for _, f := range c.fixtures {
+		f.SetNamespace(c.namespace)
+		if err := c.userClient.Create(ctx, f); err != nil {
+			return fmt.Errorf("creating fixture %s: %w", f.GetName(), err)
+		}
+	}
+	stop, err := c.spec.Controller.start(ctx, c)
+	if err != nil {
+		return err
+	}
+	c.stopController = stop
+	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
+	if err := c.settle(ctx, c.spec.Setup); err != nil {
+		return err
+	}
+	c.logf("settled")
+	return nil
+}
+
+// watchedResources are the fixtures' kinds, Pods and Spec.Watch.
+func (c *caseRun) watchedResources() ([]schema.GroupVersionResource, error) {
+	gvks := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Pod")}
+	for _, f := range c.fixtures {
+		gvk, err := apiutil.GVKForObject(f, c.spec.Scheme)
+		if err != nil {
+			return nil, fmt.Errorf("fixture %s: %w; add its type to Spec.Scheme", f.GetName(), err)
+		}
+		gvks = append(gvks, gvk)
+	}
+	gvks = append(gvks, c.spec.Watch...)
+	seen := map[schema.GroupVersionResource]bool{}
+	var out []schema.GroupVersionResource
+	for _, gvk := range gvks {
+		m, err := c.env.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("kind %s is not served: %w; install its CRD through EnvOptions.CRDDirectoryPaths", gvk, err)
+		}
+		if !seen[m.Resource] {
+			seen[m.Resource] = true
+			out = append(out, m.Resource)
+		}
+	}
+	return out, nil
+}
+
+// judge checks the properties on the growing trace until every verdict
+// is in or the longest horizon has passed.
+func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error) {
+	healed := time.Now()
+	verdicts := make([]properties.Verdict, len(c.spec.Properties))
+	var tr *properties.Trace
+	for final := false; ; {
+		requests, err := c.audit.read()
+		if err != nil {
+			return nil, err
+		}
+		tr = c.recorder.trace(requests, final)
+		// The case ends when every verdict is in, or its property's
+		// horizon has passed: safety properties (horizon 0) then get
+		// their final verdict on the whole trace.
+		open, decided := false, false
+		for i, p := range c.spec.Properties {
+			if !verdicts[i].Done {
+				verdicts[i] = p.Check(tr)
+				open = open || !verdicts[i].Done && time.Since(healed) < p.Horizon()
+			}
+			// The first failure in the Spec's order is the one reported:
+			// once it is in, with every property before it decided, the
+			// rest cannot change the outcome.
+			if !open && verdicts[i].Err != nil {
+				decided = true
+				break
+			}
+		}
+		if final {
+			break
+		}
+		final = !open || decided
+		if final {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	rep := &Report{Plan: plan, Trace: tr}
+	for i, v := range verdicts {
+		name := c.spec.Properties[i].Name()
+		if v.Err != nil {
+			rep.Failures = append(rep.Failures, Failure{Property: name, index: i, Message: v.Err.Error(), Detail: v.Detail})
+			c.logf("property %s FAILED: %v (%s)", name, v.Err, v.Detail)
+		} else {
+			c.logf("property %s holds (%s)", name, v.Detail)
+		}
+	}
+	c.logf("writes per manager: %s", writesPerManager(tr))
+	rep.Timeline = c.timeline
+	return rep, nil
+}
+
+func (c *caseRun) teardown() {
+	if err := c.stopController(); err != nil {
+		c.logf("stopping the controller: %v", err)
+	}
+	c.recorder.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range c.nodes {
+		_ = n.Remove(ctx)
+	}
+	if c.userClient != nil {
+		_ = c.userClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}})
+	}
+}
+
+func (c *caseRun) logf(format string, args ...any) {
+	c.timeline = append(c.timeline, fmt.Sprintf("%7.2fs  %s", time.Since(c.started).Seconds(), fmt.Sprintf(format, args...)))
+}
+
+// writesPerManager counts writes by field manager, most first.
+func writesPerManager(tr *properties.Trace) string {
+	counts := map[string]int{}
+	for _, w := range tr.Writes {
+		counts[w.Manager]++
+	}
+	var managers []string
+	for m := range counts {
+		managers = append(managers, m)
+	}
+	sort.Slice(managers, func(i, j int) bool {
+		if counts[managers[i]] != counts[managers[j]] {
+			return counts[managers[i]] > counts[managers[j]]
+		}
+		return managers[i] < managers[j]
+	})
+	parts := make([]string, len(managers))
+	for i, m := range managers {
+		parts[i] = fmt.Sprintf("%s %d", m, counts[m])
+	}
+	return strings.Join(parts, ", ")
+}

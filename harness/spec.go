@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// Spec is what a conformance check runs: a controller, the objects it is
+// given, the faults to draw from, and the properties that must hold. Zero
+// values take the defaults.
+type Spec struct {
+	// Controller is the controller under test, started fresh for every
+	// case (see Manager and SetupWithManager).
+	Controller Controller
+	// Fixtures returns the user's objects for a case's namespace.
+	Fixtures func(namespace string) []client.Object
+	// Faults are drawn from. Nil means faults.Default().
+	Faults []faults.Fault
+	// Properties must hold on every case.
+	Properties []properties.Property
+	// Scheme knows the fixtures' types. Nil means client-go's scheme.
+	Scheme *runtime.Scheme
+	// Watch names kinds to observe besides the fixtures' kinds and Pods,
+	// such as the controller's other children.
+	Watch []schema.GroupVersionKind
+	// Nodes is how many simulated nodes each case gets. Zero means 3.
+	Nodes int
+	// MaxSteps bounds a drawn plan. Zero means 5.
+	MaxSteps int
+	// SettleQuiet is how long the namespace must see no write, with the
+	// controller idle, for the system to count as settled between steps.
+	// Zero means 500 ms.
+	SettleQuiet time.Duration
+	// SettleCap bounds each wait for settling. Zero means 10 s.
+	SettleCap time.Duration
+	// Setup bounds the wait for the fixtures and the controller to settle
+	// before the first step. Zero means 30 s.
+	Setup time.Duration
+}
+
+func (s Spec) withDefaults() Spec {
+	if s.Faults == nil {
+		s.Faults = faults.Default()
+	}
+	if s.Scheme == nil {
+		s.Scheme = clientgoscheme.Scheme
+	}
+	if s.Nodes == 0 {
+		s.Nodes = 3
+	}
+	if s.MaxSteps == 0 {
+		s.MaxSteps = 5
+	}
+	if s.SettleQuiet == 0 {
+		s.SettleQuiet = 500 * time.Millisecond
+	}
+	if s.SettleCap == 0 {
+		s.SettleCap = 10 * time.Second
+	}
+	if s.Setup == 0 {
+		s.Setup = 30 * time.Second
+	}
+	return s
+}
+
+func (s Spec) validate() error {
+	var errs []error
+	if s.Controller == nil {
+		errs = append(errs, errors.New("Spec.Controller is nil: give the controller under test, e.g. harness.Manager(func(mgr, opts) error { return r.SetupWithManager(mgr, opts) })"))
+	}
+	if s.Fixtures == nil {
+		errs = append(errs, errors.New("Spec.Fixtures is nil: give a func(namespace) []client.Object that returns the objects the controller acts on"))
+	}
+	if len(s.Properties) == 0 {
+		errs = append(errs, errors.New("Spec.Properties is empty: a check with no property cannot fail; add properties.Converges(...) and others"))
+	}
+	if s.Nodes < 1 {
+		errs = append(errs, fmt.Errorf("Spec.Nodes is %d: a case needs at least one node", s.Nodes))
+	}
+	if s.MaxSteps < 1 {
+		errs = append(errs, fmt.Errorf("Spec.MaxSteps is %d: a plan has at least one step", s.MaxSteps))
+	}
+	if len(s.Faults) == 0 {
+		errs = append(errs, errors.New("Spec.Faults is empty: leave it nil for faults.Default(), or list faults"))
+	}
+	names := map[string]bool{}
+	for _, p := range s.Properties {
+		if p == nil {
+			errs = append(errs, errors.New("Spec.Properties holds a nil property"))
+			continue
+		}
+		if names[p.Name()] {
+			errs = append(errs, fmt.Errorf("Spec.Properties has two properties named %q: names identify failures, make them unique", p.Name()))
+		}
+		names[p.Name()] = true
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid harness.Spec: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// known is every fault a scenario of this spec may name: the spec's, then
+// the catalog's.
+func (s Spec) known() []faults.Fault { return append(append([]faults.Fault{}, s.Faults...), faults.Catalog()...) }

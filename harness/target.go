@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/kubelet"
+)
+
+// The caseRun is the faults' Target.
+var _ faults.Target = (*caseRun)(nil)
+
+func (c *caseRun) Namespace() string         { return c.namespace }
+func (c *caseRun) Client() client.Client     { return c.faultClient }
+func (c *caseRun) UserClient() client.Client { return c.userClient }
+func (c *caseRun) Fixtures() []client.Object { return c.fixtures }
+
+func (c *caseRun) node(i int) *kubelet.Node {
+	return c.nodes[((i%len(c.nodes))+len(c.nodes))%len(c.nodes)]
+}
+
+func (c *caseRun) LoseNode(i int) error {
+	n := c.node(i)
+	if n.Lost() {
+		return fmt.Errorf("%w: node %d is already lost", faults.ErrNoOp, i)
+	}
+	n.Lose()
+	return nil
+}
+
+func (c *caseRun) RecoverNode(i int) error {
+	n := c.node(i)
+	if !n.Lost() {
+		return fmt.Errorf("%w: node %d is not lost", faults.ErrNoOp, i)
+	}
+	n.Recover()
+	return nil
+}
+
+func (c *caseRun) Pods(ctx context.Context) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.faultClient.List(ctx, &pods, client.InNamespace(c.namespace)); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	return pods.Items, nil
+}
+
+func (c *caseRun) KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error {
+	err := c.env.Kubelets.KillContainer(ctx, c.namespace, pod, container, kubelet.ExitStatus{Code: exitCode, Reason: reason})
+	if errors.Is(err, kubelet.ErrNotRunning) || errors.Is(err, kubelet.ErrUnknown) {
+		return fmt.Errorf("%w: %v", faults.ErrNoOp, err)
+	}
+	return err
+}
+
+func (c *caseRun) Children(context.Context) ([]client.Object, error) {
+	owners := map[string]bool{}
+	for _, f := range c.fixtures {
+		owners[string(f.GetUID())] = true
+	}
+	var out []client.Object
+	for _, o := range c.recorder.current() {
+		for _, ref := range o.GetOwnerReferences() {
+			if owners[string(ref.UID)] {
+				out = append(out, o.DeepCopy())
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *caseRun) RestartController(ctx context.Context) error {
+	if err := c.stopController(); err != nil {
+		return fmt.Errorf("stopping the controller for a restart: %w", err)
+	}
+	stop, err := c.spec.Controller.start(ctx, c)
+	if err != nil {
+		c.stopController = func() error { return nil }
+		return fmt.Errorf("restarting the controller: %w", err)
+	}
+	c.stopController = stop
+	return nil
+}
+
+// Settle waits until the namespace has seen no write for SettleQuiet and
+// the controller is idle, or SettleCap passes (not an error: a system that
+// never settles is for the properties to judge).
+func (c *caseRun) Settle(ctx context.Context) error {
+	return c.settle(ctx, c.spec.SettleCap)
+}
+
+func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, false, func(context.Context) (bool, error) {
+		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle(), nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}

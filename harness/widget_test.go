@@ -1,0 +1,115 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// The tests' controller under test: a Widget (testdata/crds) runs
+// spec.replicas pods and reports status.readyReplicas. churn is a seeded
+// bug: it writes status.lastReconcileTime on every reconcile, which
+// triggers the next reconcile, forever.
+var widgetGVK = schema.GroupVersionKind{Group: "test.kubeprop.dev", Version: "v1", Kind: "Widget"}
+
+type widgetReconciler struct {
+	client.Client
+	churn bool
+}
+
+func newWidget(ns, name string, replicas int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(widgetGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, replicas, "spec", "replicas")
+	return u
+}
+
+func (r *widgetReconciler) setup(mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(widgetGVK)
+	return ctrl.NewControllerManagedBy(mgr).For(w).Owns(&corev1.Pod{}).WithOptions(opts).Complete(r)
+}
+
+func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(widgetGVK)
+	if err := r.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{"widget": req.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var active []corev1.Pod
+	ready := int64(0)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		active = append(active, p)
+		if podReady(&p) {
+			ready++
+		}
+	}
+	sort.Slice(active, func(i, j int) bool { return active[i].Name < active[j].Name })
+	for i := int64(len(active)); i < replicas; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, GenerateName: req.Name + "-", Labels: map[string]string{"widget": req.Name}},
+			Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](30),
+				Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}
+		if err := controllerutil.SetControllerReference(w, pod, r.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Create(ctx, pod); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for i := replicas; i < int64(len(active)); i++ {
+		if err := r.Delete(ctx, &active[i]); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	want := map[string]any{"replicas": min(int64(len(active)), replicas), "readyReplicas": ready}
+	if r.churn {
+		want["lastReconcileTime"] = time.Now().Format(time.RFC3339Nano)
+	}
+	status, _, _ := unstructured.NestedMap(w.Object, "status")
+	if fmt.Sprint(status) == fmt.Sprint(want) {
+		return ctrl.Result{}, nil
+	}
+	_ = unstructured.SetNestedMap(w.Object, want, "status")
+	return ctrl.Result{}, r.Status().Update(ctx, w)
+}
+
+// widgetReady: every Widget has as many ready pods as replicas.
+func widgetReady(s properties.State) error {
+	for _, w := range s.ByKind("Widget") {
+		want, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+		got, _, _ := unstructured.NestedInt64(w.Object, "status", "readyReplicas")
+		if got != want {
+			return fmt.Errorf("Widget %s has %d of %d replicas ready", w.GetName(), got, want)
+		}
+	}
+	return nil
+}
