@@ -85,9 +85,12 @@ func (f *failureRecorder) record(msg string) {
 }
 func (f *failureRecorder) Errorf(format string, args ...any) { f.record(sprintf(format, args...)) }
 func (f *failureRecorder) Error(args ...any)                 { f.record(sprint(args...)) }
-func (f *failureRecorder) Fatalf(format string, args ...any) { f.record(sprintf(format, args...)); runtime.Goexit() }
-func (f *failureRecorder) Fatal(args ...any)                 { f.record(sprint(args...)); runtime.Goexit() }
-func (f *failureRecorder) FailNow()                          { f.record("FailNow"); runtime.Goexit() }
+func (f *failureRecorder) Fatalf(format string, args ...any) {
+	f.record(sprintf(format, args...))
+	runtime.Goexit()
+}
+func (f *failureRecorder) Fatal(args ...any) { f.record(sprint(args...)); runtime.Goexit() }
+func (f *failureRecorder) FailNow()          { f.record("FailNow"); runtime.Goexit() }
 func (f *failureRecorder) Failed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

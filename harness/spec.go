@@ -111,4 +111,6 @@ func (s Spec) validate() error {
 
 // known is every fault a scenario of this spec may name: the spec's, then
 // the catalog's.
-func (s Spec) known() []faults.Fault { return append(append([]faults.Fault{}, s.Faults...), faults.Catalog()...) }
+func (s Spec) known() []faults.Fault {
+	return append(append([]faults.Fault{}, s.Faults...), faults.Catalog()...)
+}

@@ -2,8 +2,8 @@ package kubelet
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
