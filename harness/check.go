@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -43,11 +44,19 @@ func checkWithRapid(t TB, env *Env, spec Spec) {
 	t.Helper()
 	cfg := faults.Config{Nodes: spec.Nodes, Fixtures: len(spec.Fixtures("default"))}
 	var first, last *Report
+	var failedAt time.Time
+	budget := shrinkTime()
 	// rapid ends a failed check with FailNow; holding that back lets the
 	// scenario be saved and reported first.
 	rtb := &deferFailNow{TB: t}
 	rapid.Check(rtb, func(rt *rapid.T) {
 		plan := faults.Plan(spec.Faults, cfg, spec.MaxSteps).Draw(rt, "plan")
+		// rapid checks its shrink deadline between passes, and a pass can
+		// try dozens of plans of seconds each. Past the budget, plans other
+		// than the smallest failing one are rejected without running.
+		if last != nil && time.Since(failedAt) > budget && faults.FormatPlan(plan) != faults.FormatPlan(last.Plan) {
+			return
+		}
 		rep, err := Run(context.Background(), env, spec, plan)
 		if err != nil {
 			rt.Fatalf("kubeprop: the harness failed: %v", err)
@@ -56,9 +65,12 @@ func checkWithRapid(t TB, env *Env, spec Spec) {
 			return
 		}
 		if first == nil {
-			first = rep
+			first, failedAt = rep, time.Now()
 		}
-		last = rep
+		// rapid keeps a smaller plan only if it fails the same way.
+		if rep.Failures[0].Property == first.Failures[0].Property {
+			last = rep
+		}
 		failFrom(rt, rep.Failures[0])
 	})
 	if !rtb.Failed() {
@@ -83,13 +95,27 @@ func checkWithRapid(t TB, env *Env, spec Spec) {
 	if err := writeScenario(path, scenario); err != nil {
 		t.Errorf("kubeprop: %v", err)
 	}
-	t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    timeline:\n      %s\n    scenario: %s\n    replay:   go test -run '%s$' -kubeprop.replay=%s",
+	page := strings.TrimSuffix(path, ".yaml") + ".html"
+	if err := last.writeHTML(page, t.Name()+": "+f.Property); err != nil {
+		t.Errorf("kubeprop: %v", err)
+	}
+	t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s$' -kubeprop.replay=%s",
 		f.Message, len(first.Plan), len(last.Plan), faults.FormatPlan(last.Plan),
-		strings.Join(last.Timeline, "\n      "), path, topTest(t.Name()), path)
+		strings.Join(last.Timeline, "\n      "), page, path, topTest(t.Name()), path)
 }
 
 // TB is what Check needs of a test: *testing.T, or rapid's TB.
 type TB = rapid.TB
+
+// shrinkTime is rapid's -rapid.shrinktime.
+func shrinkTime() time.Duration {
+	if f := flag.Lookup("rapid.shrinktime"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil {
+			return d
+		}
+	}
+	return 30 * time.Second
+}
 
 // deferFailNow is a TB whose FailNow marks the test failed and returns.
 type deferFailNow struct {

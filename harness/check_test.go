@@ -117,9 +117,14 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	start := time.Now()
-	// The churning controller never settles: short caps keep its cases short.
+	// The churning controller never settles: short caps and a short
+	// quiescence deadline keep its cases short, so that shrinking (within
+	// -rapid.shrinktime) gets to the minimum.
 	spec := widgetSpec(true)
-	spec.Setup, spec.SettleCap = 5*time.Second, 2*time.Second
+	spec.Setup, spec.SettleCap = 3*time.Second, time.Second
+	spec.Properties[3] = properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 2 * time.Second})
+	// Node loss makes a case wait out the eviction; the bug shows without it.
+	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete(), faults.ContainerKill(), faults.ControllerRestart()}
 	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, spec) })
 	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
 	require.True(t, tb.Failed())
@@ -131,6 +136,10 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(dir, harness.ScenarioDir, t.Name(), "*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
+	page, err := os.ReadFile(strings.TrimSuffix(files[0], ".yaml") + ".html")
+	require.NoError(t, err, "the HTML timeline")
+	require.Contains(t, string(page), "<svg")
+	require.Contains(t, string(page), "status.lastReconcileTime")
 	b, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.Contains(t, string(b), "outcome: fail")

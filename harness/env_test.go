@@ -37,13 +37,13 @@ var (
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	// A case takes seconds on the hollow cluster: unless told otherwise,
-	// draw 5 plans per check, not rapid's 100.
+	// draw 5 plans per check, not rapid's 100, and give shrinking 60 s.
 	flag.Parse()
 	if os.Getenv("RAPID_CHECKS") == "" && !flagSet("rapid.checks") {
 		_ = flag.Set("rapid.checks", "5")
 	}
 	if !flagSet("rapid.shrinktime") {
-		_ = flag.Set("rapid.shrinktime", "20s")
+		_ = flag.Set("rapid.shrinktime", "60s")
 	}
 	env = harness.MustStart(harness.EnvOptions{
 		TimeScale:         testTimeScale,
