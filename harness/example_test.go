@@ -3,12 +3,19 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubeprop/kubeprop/faults"
 
 	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // A hollow cluster with two simulated nodes; one is lost and recovers, and
@@ -37,4 +44,24 @@ func ExampleStart() {
 
 	// Restarted at once, then with CrashLoopBackOff if it is killed again.
 	_ = env.Kubelets.KillContainer(ctx, "default", "web-0", "app", kubelet.OOMKilled)
+}
+
+// The shape of a conformance test: a Spec, Check to draw and shrink fault
+// plans, ReplayDir to replay the saved scenarios on every go test.
+func ExampleCheck() {
+	var t *testing.T // the test's
+	spec := harness.Spec{
+		Controller: harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+			return nil // (&myctrl.Reconciler{}).SetupWithManager(mgr, opts)
+		}),
+		Fixtures: func(ns string) []client.Object { return nil },
+		Faults:   faults.Default(),
+		Properties: []properties.Property{
+			properties.Quiescent(properties.QuiesceOptions{}),
+			properties.NoPanics(),
+		},
+	}
+	var env *harness.Env // started in TestMain
+	harness.Check(t, env, spec)
+	harness.ReplayDir(t, env, spec, harness.ScenarioDir)
 }
