@@ -28,11 +28,10 @@ type ConflictingWriterStep struct {
 func (ConflictingWriterStep) Fault() string { return "ConflictingWriter" }
 
 func (s ConflictingWriterStep) Apply(ctx context.Context, t Target) error {
-	fixtures := t.Fixtures()
-	if len(fixtures) == 0 {
-		return noOp("no fixture to write")
+	obj, err := fixture(t, s.Object)
+	if err != nil {
+		return err
 	}
-	obj := fixtures[nth(s.Object, len(fixtures))]
 	gvk, err := apiutil.GVKForObject(obj, t.Client().Scheme())
 	if err != nil {
 		return fmt.Errorf("conflicting writer: %w", err)

@@ -121,6 +121,16 @@ func decodeStep[S Step](fields []byte) (Step, error) {
 	return s, nil
 }
 
+// fixture returns the i-th fixture (modulo their number), or an error
+// wrapping ErrNoOp when there is none.
+func fixture(t Target, i int) (client.Object, error) {
+	fixtures := t.Fixtures()
+	if len(fixtures) == 0 {
+		return nil, noOp("no fixture")
+	}
+	return fixtures[nth(i, len(fixtures))], nil
+}
+
 // nth returns i modulo n, for indices drawn before the count was known.
 func nth(i, n int) int { return ((i % n) + n) % n }
 

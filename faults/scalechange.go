@@ -23,11 +23,10 @@ func (ScaleChangeStep) Fault() string { return "ScaleChange" }
 func (ScaleChangeStep) UserChange() {}
 
 func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
-	fixtures := t.Fixtures()
-	if len(fixtures) == 0 {
-		return noOp("no fixture to change")
+	obj, err := fixture(t, s.Object)
+	if err != nil {
+		return err
 	}
-	obj := fixtures[nth(s.Object, len(fixtures))]
 	patch := fmt.Sprintf("%d", s.Value)
 	path := strings.Split(s.Field, ".")
 	for i := len(path) - 1; i >= 0; i-- {

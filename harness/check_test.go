@@ -46,6 +46,7 @@ func TestRunCorrectController(t *testing.T) {
 		faults.ChildDeleteStep{Child: 0},
 		faults.ControllerRestartStep{},
 		faults.NodeRecoverStep{Node: 0},
+		faults.ConflictingWriterStep{Object: 0, Field: "spec.replicas", Value: 2, Rounds: 2},
 	}
 	rep, err := harness.Run(context.Background(), env, widgetSpec(false), plan)
 	require.NoError(t, err)
@@ -54,7 +55,7 @@ func TestRunCorrectController(t *testing.T) {
 	for _, w := range rep.Trace.Writes {
 		managers[w.Manager] = true
 	}
-	for _, m := range []string{"kubelet", harness.ManagerUser} {
+	for _, m := range []string{"kubelet", harness.ManagerUser, faults.ConflictingWriterManager} {
 		require.True(t, managers[m], "no write by %s in %v", m, managers)
 	}
 	require.NotEmpty(t, rep.Trace.Reconciles, "the recording queue saw no reconcile")
