@@ -17,14 +17,10 @@ type ContainerKillStep struct {
 func (ContainerKillStep) Fault() string { return "ContainerKill" }
 
 func (s ContainerKillStep) Apply(ctx context.Context, t Target) error {
-	pods, err := t.Pods(ctx)
+	p, err := podAt(ctx, t, s.Pod)
 	if err != nil {
 		return err
 	}
-	if len(pods) == 0 {
-		return noOp("no pod to kill")
-	}
-	p := pods[nth(s.Pod, len(pods))]
 	reason := "Error"
 	if s.ExitCode == 137 {
 		reason = "OOMKilled"

@@ -55,6 +55,10 @@ type Target interface {
 	LoseNode(i int) error
 	RecoverNode(i int) error
 	KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error
+	// CrashLoop makes a container crash starts times (see CrashLoopStep).
+	CrashLoop(ctx context.Context, pod, container string, starts int, exitCode int32) error
+	// SetReady overrides a container's readiness.
+	SetReady(ctx context.Context, pod, container string, ready bool) error
 	RestartController(ctx context.Context) error
 	// Settle waits until the controller and the cluster are quiet.
 	Settle(ctx context.Context) error
@@ -69,11 +73,13 @@ func noOp(format string, args ...any) error {
 }
 
 // Default is a sensible set for a controller of replicated pods: nodes
-// lost and recovered, containers killed, replicas changed by the user,
-// owned objects deleted, the controller restarted.
+// lost and recovered, containers killed or crash-looping, pods flapping
+// readiness, replicas changed by the user, owned objects deleted, the
+// controller restarted.
 func Default() []Fault {
 	return []Fault{
-		NodeLoss(), NodeRecover(), ContainerKill(), ScaleChange(ScaleOptions{}), ChildDelete(), ControllerRestart(),
+		NodeLoss(), NodeRecover(), ContainerKill(), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
+		ChildDelete(), ControllerRestart(),
 	}
 }
 
@@ -129,6 +135,19 @@ func fixture(t Target, i int) (client.Object, error) {
 		return nil, noOp("no fixture")
 	}
 	return fixtures[nth(i, len(fixtures))], nil
+}
+
+// podAt returns the i-th pod of the namespace (by name, modulo their
+// number), or an error wrapping ErrNoOp when there is none.
+func podAt(ctx context.Context, t Target, i int) (corev1.Pod, error) {
+	pods, err := t.Pods(ctx)
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	if len(pods) == 0 {
+		return corev1.Pod{}, noOp("no pod")
+	}
+	return pods[nth(i, len(pods))], nil
 }
 
 // nth returns i modulo n, for indices drawn before the count was known.

@@ -43,7 +43,7 @@ func TestFormat(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	_, err := DecodeStep(map[string]any{"fault": "NodeExplode", "node": 1}, Catalog())
-	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, NodeLoss, NodeRecover, ScaleChange`)
+	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashLoop, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange`)
 	_, err = DecodeStep(map[string]any{"node": 1}, Catalog())
 	require.ErrorContains(t, err, "no fault name")
 	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "nodes": 1}, Catalog())
@@ -85,6 +85,14 @@ func (f *fakeTarget) KillContainer(_ context.Context, pod, container string, cod
 	f.calls = append(f.calls, fmt.Sprintf("kill %s/%s %d %s", pod, container, code, reason))
 	return nil
 }
+func (f *fakeTarget) CrashLoop(_ context.Context, pod, container string, starts int, code int32) error {
+	f.calls = append(f.calls, fmt.Sprintf("crash-loop %s/%s %d %d", pod, container, starts, code))
+	return nil
+}
+func (f *fakeTarget) SetReady(_ context.Context, pod, container string, ready bool) error {
+	f.calls = append(f.calls, fmt.Sprintf("ready %s/%s %v", pod, container, ready))
+	return nil
+}
 func (f *fakeTarget) RestartController(context.Context) error {
 	f.calls = append(f.calls, "restart")
 	return nil
@@ -99,15 +107,19 @@ func TestApplyNamesByIndex(t *testing.T) {
 	for _, s := range []Step{
 		NodeLossStep{Node: 1}, ContainerKillStep{Pod: 3, ExitCode: 137}, ContainerKillStep{Pod: 0, ExitCode: 1},
 		ControllerRestartStep{}, NodeRecoverStep{Node: 1},
+		CrashLoopStep{Pod: 1, Starts: 3, ExitCode: 2}, ReadinessFlapStep{Pod: 2},
 	} {
 		require.NoError(t, s.Apply(ctx, f), Format(s))
 	}
-	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1"}, f.calls)
+	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1",
+		"crash-loop b/app 3 2", "ready a/app false", "ready a/app true"}, f.calls)
 
 	// Steps that no longer apply are no-ops, not failures.
 	require.True(t, errors.Is(NodeLossStep{Node: 1}.Apply(ctx, &fakeTarget{lost: map[int]bool{1: true}}), ErrNoOp))
 	require.True(t, errors.Is(ContainerKillStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ChildDeleteStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(CrashLoopStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(ReadinessFlapStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ScaleChangeStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ConflictingWriterStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 }

@@ -47,6 +47,8 @@ func TestRunCorrectController(t *testing.T) {
 		faults.ControllerRestartStep{},
 		faults.NodeRecoverStep{Node: 0},
 		faults.ConflictingWriterStep{Object: 0, Field: "spec.replicas", Value: 2, Rounds: 2},
+		faults.CrashLoopStep{Pod: 0, Starts: 3, ExitCode: 1},
+		faults.ReadinessFlapStep{Pod: 1},
 	}
 	rep, err := harness.Run(context.Background(), env, widgetSpec(false), plan)
 	require.NoError(t, err)

@@ -107,6 +107,8 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 		}
 		c.logf("settled")
 	}
+	// Heal: every fault stops. Lost nodes may stay lost; crash loops end.
+	env.Kubelets.StopCrashLoops(c.namespace)
 	c.recorder.heal(time.Now())
 	c.logf("healed: faults stop")
 	return c.judge(ctx, plan)

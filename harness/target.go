@@ -55,7 +55,20 @@ func (c *caseRun) Pods(ctx context.Context) ([]corev1.Pod, error) {
 }
 
 func (c *caseRun) KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error {
-	err := c.env.Kubelets.KillContainer(ctx, c.namespace, pod, container, kubelet.ExitStatus{Code: exitCode, Reason: reason})
+	return noOpIfAbsent(c.env.Kubelets.KillContainer(ctx, c.namespace, pod, container, kubelet.ExitStatus{Code: exitCode, Reason: reason}))
+}
+
+func (c *caseRun) CrashLoop(ctx context.Context, pod, container string, starts int, exitCode int32) error {
+	return noOpIfAbsent(c.env.Kubelets.CrashLoop(ctx, c.namespace, pod, container, starts, kubelet.Failed(exitCode)))
+}
+
+func (c *caseRun) SetReady(ctx context.Context, pod, container string, ready bool) error {
+	return noOpIfAbsent(c.env.Kubelets.SetReady(ctx, c.namespace, pod, container, ready))
+}
+
+// noOpIfAbsent turns the simulator's "not running here" errors into no-ops:
+// the step's container is not there to act on.
+func noOpIfAbsent(err error) error {
 	if errors.Is(err, kubelet.ErrNotRunning) || errors.Is(err, kubelet.ErrUnknown) {
 		return fmt.Errorf("%w: %v", faults.ErrNoOp, err)
 	}

@@ -51,6 +51,13 @@ type containerState struct {
 	last         *corev1.ContainerStateTerminated
 	// readinessDelay is the wall time from start to ready.
 	readinessDelay time.Duration
+	// A crash loop: the next crashStarts starts end with crashExit at
+	// crashAt (zero when the running instance is not to crash).
+	crashStarts int
+	crashExit   ExitStatus
+	crashAt     time.Time
+	// unready overrides readiness (ReadinessFlap).
+	unready bool
 }
 
 func (c *containerState) id(podUID string) string {
@@ -59,7 +66,7 @@ func (c *containerState) id(podUID string) string {
 }
 
 func (c *containerState) ready(now time.Time) bool {
-	return c.phase == containerRunning && !now.Before(c.readyAt)
+	return c.phase == containerRunning && !c.unready && !now.Before(c.readyAt)
 }
 
 // status renders the container's status as the kubelet reports it.

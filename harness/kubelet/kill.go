@@ -23,49 +23,62 @@ import (
 // container, and ErrNotRunning when the container is not running or the
 // node is lost.
 func (s *Simulator) KillContainer(ctx context.Context, namespace, pod, container string, exit ExitStatus) error {
+	obj, st, c, err := s.lockContainer(namespace, pod, container, "killing")
+	if err != nil {
+		return err
+	}
+	defer s.queue.Add(namespace + "/" + pod)
+	defer s.mu.Unlock()
+	if c.phase != containerRunning {
+		// Still being created, backing off, or terminated.
+		return fmt.Errorf("killing container %s of pod %s/%s: it is %w", container, namespace, pod, ErrNotRunning)
+	}
+	s.exit(obj, st, c, exit, s.opts.Clock.Now())
+	return nil
+}
+
+// exit ends a running container and applies the restart policy. s.mu is
+// held.
+func (s *Simulator) exit(pod *corev1.Pod, st *podState, c *containerState, exit ExitStatus, now time.Time) {
+	c.finishedAt, c.exit, c.crashAt = now, exit, time.Time{}
+	s.emit(Event{Kind: ContainerExited, Time: now, Node: st.node.name, Namespace: pod.Namespace, Pod: pod.Name, Container: c.name,
+		RestartCount: c.restartCount, Exit: exit})
+	s.restartOrStop(pod, st, c, now)
+}
+
+// lockContainer finds a container the simulator runs and returns with s.mu
+// held; on error s.mu is not held. The error wraps ErrUnknown for a pod or
+// container the simulator does not run, and ErrNotRunning for one on a
+// lost node or not synced yet.
+func (s *Simulator) lockContainer(namespace, pod, container, doing string) (*corev1.Pod, *podState, *containerState, error) {
 	key := namespace + "/" + pod
 	obj, err := s.podLister.Pods(namespace).Get(pod)
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("killing container %s of pod %s: the pod is %w (not bound to a simulated node, or gone)", container, key, ErrUnknown)
+		return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: the pod is %w (not bound to a simulated node, or gone)", doing, container, key, ErrUnknown)
 	}
 	if err != nil {
-		return fmt.Errorf("killing container %s of pod %s: %w", container, key, err)
+		return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: %w", doing, container, key, err)
 	}
 	node, ok := s.Node(obj.Spec.NodeName)
 	if !ok {
-		return fmt.Errorf("killing container %s of pod %s: its node %q is %w", container, key, obj.Spec.NodeName, ErrUnknown)
+		return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: its node %q is %w", doing, container, key, obj.Spec.NodeName, ErrUnknown)
 	}
 	if node.silent() {
-		return fmt.Errorf("killing container %s of pod %s: node %s is lost, so the container is %w as far as anyone can tell", container, key, node.name, ErrNotRunning)
+		return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: node %s is lost, so the container is %w as far as anyone can tell", doing, container, key, node.name, ErrNotRunning)
 	}
-
 	if !slices.ContainsFunc(obj.Spec.Containers, func(c corev1.Container) bool { return c.Name == container }) {
-		return fmt.Errorf("killing container %s of pod %s: the pod has no such container, it is %w", container, key, ErrUnknown)
+		return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: the pod has no such container, it is %w", doing, container, key, ErrUnknown)
 	}
-
 	s.mu.Lock()
-	st := s.pods[key]
-	var c *containerState
-	if st != nil && st.uid == obj.UID {
-		for _, cs := range st.containers {
-			if cs.name == container {
-				c = cs
+	if st := s.pods[key]; st != nil && st.uid == obj.UID {
+		for _, c := range st.containers {
+			if c.name == container {
+				return obj, st, c, nil
 			}
 		}
 	}
-	if c == nil || c.phase != containerRunning {
-		// Not synced yet, still being created, backing off, or terminated.
-		s.mu.Unlock()
-		return fmt.Errorf("killing container %s of pod %s: it is %w", container, key, ErrNotRunning)
-	}
-	now := s.opts.Clock.Now()
-	c.finishedAt, c.exit = now, exit
-	s.emit(Event{Kind: ContainerExited, Time: now, Node: node.name, Namespace: namespace, Pod: pod, Container: container,
-		RestartCount: c.restartCount, Exit: exit})
-	s.restartOrStop(obj, st, c, now)
 	s.mu.Unlock()
-	s.queue.Add(key)
-	return nil
+	return nil, nil, nil, fmt.Errorf("%s container %s of pod %s: it has not started yet, it is %w", doing, container, key, ErrNotRunning)
 }
 
 // restartOrStop applies the restart policy to a container that just exited,

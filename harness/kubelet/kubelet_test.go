@@ -162,3 +162,32 @@ func TestOptionsValidate(t *testing.T) {
 	require.ErrorContains(t, Options{TimeScale: 1, Workers: -1}.withDefaults().validate(), "Workers -1")
 	require.NoError(t, Options{}.withDefaults().validate())
 }
+
+func TestCrashLoopAndReadiness(t *testing.T) {
+	l := newCrashLoop(t, corev1.RestartPolicyAlways, 1)
+	l.c.crashStarts, l.c.crashExit = 3, Failed(3)
+	// The running container crashes at once and restarts at once (first
+	// crash); each start then runs a second and crashes, with back-off.
+	l.c.crashStarts--
+	l.sim.exit(l.pod, l.st, l.c, Failed(3), l.clock.Now())
+	require.Equal(t, containerRunning, l.c.phase)
+	for _, wait := range []time.Duration{10 * time.Second, 20 * time.Second} {
+		l.clock.Step(time.Second)
+		l.sim.advance(l.pod, l.st, l.clock.Now())
+		require.Equal(t, containerBackOff, l.c.phase, "crashed after running a second")
+		require.Equal(t, int32(3), l.c.exit.Code)
+		l.clock.Step(wait)
+		l.sim.advance(l.pod, l.st, l.clock.Now())
+		require.Equal(t, containerRunning, l.c.phase)
+	}
+	// The loop is over: this start keeps running.
+	l.clock.Step(time.Minute)
+	l.sim.advance(l.pod, l.st, l.clock.Now())
+	require.Equal(t, containerRunning, l.c.phase)
+	require.Equal(t, int32(3), l.c.restartCount)
+
+	require.True(t, l.c.ready(l.clock.Now()))
+	l.c.unready = true
+	require.False(t, l.c.ready(l.clock.Now()), "readiness overridden")
+	require.False(t, podCondition(l.sim.podStatus(l.pod, l.st, l.clock.Now()), corev1.PodReady))
+}

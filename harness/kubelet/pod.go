@@ -126,11 +126,17 @@ func (s *Simulator) advance(pod *corev1.Pod, st *podState, now time.Time) time.T
 				}
 			}
 		}
+		if c.phase == containerRunning && !c.crashAt.IsZero() && !now.Before(c.crashAt) {
+			s.exit(pod, st, c, c.crashExit, now)
+		}
 		switch c.phase {
 		case containerCreating, containerBackOff:
 			later(c.startAt)
 		case containerRunning:
 			later(c.readyAt)
+			if !c.crashAt.IsZero() {
+				later(c.crashAt)
+			}
 		}
 	}
 	return next
@@ -140,6 +146,11 @@ func (s *Simulator) startContainer(pod *corev1.Pod, st *podState, c *containerSt
 	c.phase = containerRunning
 	c.startedAt = now
 	c.readyAt = now.Add(c.readinessDelay)
+	c.crashAt = time.Time{}
+	if c.crashStarts > 0 {
+		c.crashStarts--
+		c.crashAt = now.Add(s.opts.wall(crashRunTime))
+	}
 	s.emit(Event{Kind: ContainerStarted, Time: now, Node: st.node.name, Namespace: pod.Namespace, Pod: pod.Name,
 		Container: c.name, RestartCount: c.restartCount})
 }
