@@ -2,8 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,16 +171,29 @@ func Replay(t TB, env *Env, spec Spec, file string) {
 	replay(t, env, spec, file, false)
 }
 
-// ReplayDir replays every scenario under dir/<test name>/ as a subtest.
-// A folder that does not exist has no scenarios.
+// ReplayDir replays every scenario file (*.yaml) under dir, recursively,
+// each as a subtest named by its path under dir. Give it the folder of
+// this spec's scenarios (testdata/kubeprop/TestConformance), or all of
+// testdata/kubeprop when every test there shares the spec. A folder that
+// does not exist holds no scenarios.
 func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, t.Name(), "*.yaml"))
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path == dir {
+			return filepath.SkipDir
+		}
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			files = append(files, path)
+		}
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kubeprop: reading scenarios under %s: %v", dir, err)
 	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) { Replay(t, env, spec, f) })
+		rel, _ := filepath.Rel(dir, f)
+		t.Run(strings.TrimSuffix(rel, ".yaml"), func(t *testing.T) { Replay(t, env, spec, f) })
 	}
 }
 

@@ -149,10 +149,12 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	require.Contains(t, string(b), "property: quiescent")
 	t.Logf("%s:\n%s", files[0], b)
 
-	// Replays reproduce the failure, 3 of 3.
-	for range 3 {
+	// Replays reproduce the failure, 3 of 3: two by file, one by folder.
+	for range 2 {
 		harness.Replay(t, env, spec, files[0])
 	}
+	harness.ReplayDir(t, env, spec, filepath.Join(dir, harness.ScenarioDir))
+	harness.ReplayDir(t, env, spec, filepath.Join(dir, "no-scenarios-here"))
 	// On the fixed controller, the scenario's expected failure is gone.
 	tb = expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), files[0]) })
 	require.True(t, tb.Failed())
