@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
@@ -60,6 +61,17 @@ type Target interface {
 	// SetReady overrides a container's readiness.
 	SetReady(ctx context.Context, pod, container string, ready bool) error
 	RestartController(ctx context.Context) error
+	// FailWrites answers the controller's API writes with err: the next
+	// requests of them, or, when requests is 0, all of them for window.
+	FailWrites(err APIError, requests int, window time.Duration) error
+	// CrashAfterWrites kills the controller right after its next writes-th
+	// API write and starts a new instance.
+	CrashAfterWrites(writes int) error
+	// DelayWatches delays the controller's watch events by delay for
+	// window.
+	DelayWatches(delay, window time.Duration) error
+	// DropWatches cuts the controller's open watches.
+	DropWatches() error
 	// Settle waits until the controller and the cluster are quiet.
 	Settle(ctx context.Context) error
 }
@@ -75,12 +87,21 @@ func noOp(format string, args ...any) error {
 // Default is a sensible set for a controller of replicated pods: nodes
 // lost and recovered, containers killed or crash-looping, pods flapping
 // readiness, replicas changed by the user, owned objects deleted, the
-// controller restarted.
+// controller restarted, and the Controller faults (API errors, a crash
+// between writes, stale watches; no-ops on a controller that is not in
+// process).
 func Default() []Fault {
-	return []Fault{
+	return append([]Fault{
 		NodeLoss(), NodeRecover(), ContainerKill(), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
 		ChildDelete(), ControllerRestart(),
-	}
+	}, Controller()...)
+}
+
+// Controller faults act on the controller under test itself: errors
+// answered to its writes, a crash between two of its writes, a stale view
+// through its watches. They apply to controllers run in process.
+func Controller() []Fault {
+	return []Fault{APIErrors(), CrashAfterWrite(), StaleWatch()}
 }
 
 // Catalog is every fault kubeprop has, with default options: what a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ func TestFormat(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	_, err := DecodeStep(map[string]any{"fault": "NodeExplode", "node": 1}, Catalog())
-	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashLoop, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange`)
+	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashAfterWrite, CrashLoop, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange, StaleWatch`)
 	_, err = DecodeStep(map[string]any{"node": 1}, Catalog())
 	require.ErrorContains(t, err, "no fault name")
 	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "nodes": 1}, Catalog())
@@ -97,6 +98,22 @@ func (f *fakeTarget) RestartController(context.Context) error {
 	f.calls = append(f.calls, "restart")
 	return nil
 }
+func (f *fakeTarget) FailWrites(e APIError, requests int, window time.Duration) error {
+	f.calls = append(f.calls, fmt.Sprintf("fail writes %s %d %v", e, requests, window))
+	return nil
+}
+func (f *fakeTarget) CrashAfterWrites(writes int) error {
+	f.calls = append(f.calls, fmt.Sprintf("crash after %d", writes))
+	return nil
+}
+func (f *fakeTarget) DelayWatches(delay, window time.Duration) error {
+	f.calls = append(f.calls, fmt.Sprintf("delay watches %v for %v", delay, window))
+	return nil
+}
+func (f *fakeTarget) DropWatches() error {
+	f.calls = append(f.calls, "drop watches")
+	return nil
+}
 
 func TestApplyNamesByIndex(t *testing.T) {
 	ctx := context.Background()
@@ -108,11 +125,15 @@ func TestApplyNamesByIndex(t *testing.T) {
 		NodeLossStep{Node: 1}, ContainerKillStep{Pod: 3, ExitCode: 137}, ContainerKillStep{Pod: 0, ExitCode: 1},
 		ControllerRestartStep{}, NodeRecoverStep{Node: 1},
 		CrashLoopStep{Pod: 1, Starts: 3, ExitCode: 2}, ReadinessFlapStep{Pod: 2},
+		APIErrorsStep{Error: Conflict, Requests: 3}, APIErrorsStep{Error: Timeout, ForMs: 1500},
+		CrashAfterWriteStep{Writes: 2}, CrashAfterWriteStep{}, StaleWatchStep{DelayMs: 500, ForMs: 2000}, StaleWatchStep{Drop: true},
 	} {
 		require.NoError(t, s.Apply(ctx, f), Format(s))
 	}
 	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1",
-		"crash-loop b/app 3 2", "ready a/app false", "ready a/app true"}, f.calls)
+		"crash-loop b/app 3 2", "ready a/app false", "ready a/app true",
+		"fail writes Conflict 3 0s", "fail writes Timeout 0 1.5s", "crash after 2", "crash after 1",
+		"delay watches 500ms for 2s", "drop watches"}, f.calls)
 
 	// Steps that no longer apply are no-ops, not failures.
 	require.True(t, errors.Is(NodeLossStep{Node: 1}.Apply(ctx, &fakeTarget{lost: map[int]bool{1: true}}), ErrNoOp))
@@ -122,4 +143,7 @@ func TestApplyNamesByIndex(t *testing.T) {
 	require.True(t, errors.Is(ReadinessFlapStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ScaleChangeStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ConflictingWriterStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(APIErrorsStep{Error: Conflict}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(StaleWatchStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.ErrorContains(t, APIErrorsStep{Error: "Teapot", Requests: 1}.Apply(ctx, &fakeTarget{}), `unknown error "Teapot"`)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,9 +45,44 @@ func Check(t TB, env *Env, spec Spec) {
 
 func checkWithRapid(t TB, env *Env, spec Spec) {
 	t.Helper()
+	f, failed := search(t, env, spec, t.Name())
+	if f != nil {
+		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
+			f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan),
+			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, runPattern(t.Name()), f.Scenario)
+	}
+	if failed {
+		t.FailNow()
+	}
+}
+
+// Finding is a property failure found and shrunk by Check or Find.
+type Finding struct {
+	Property string
+	Message  string // deterministic
+	Detail   string
+	// Plan is the shrunk plan; DrawnSteps the length of the plan that
+	// failed first.
+	Plan       []faults.Step
+	DrawnSteps int
+	// FoundAfter and ShrunkAfter are the times from the start of the
+	// search to the first failure and to the last smaller one.
+	FoundAfter, ShrunkAfter time.Duration
+	// Scenario and Page are the files written: the scenario to replay and
+	// the HTML timeline.
+	Scenario, Page string
+	Report         *Report
+}
+
+// search runs the rapid search under the test name, saving the scenario
+// of a failure. failed is set when the search failed, with a finding or
+// from a harness error reported to t.
+func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bool) {
+	t.Helper()
 	cfg := faults.Config{Nodes: spec.Nodes, Fixtures: len(spec.Fixtures("default"))}
 	var first, last *Report
-	var failedAt time.Time
+	var failedAt, lastAt time.Time
+	start := time.Now()
 	budget := shrinkTime()
 	// rapid ends a failed check with FailNow; holding that back lets the
 	// scenario be saved and reported first.
@@ -71,40 +107,93 @@ func checkWithRapid(t TB, env *Env, spec Spec) {
 		}
 		// rapid keeps a smaller plan only if it fails the same way.
 		if rep.Failures[0].Property == first.Failures[0].Property {
+			if last == nil || len(rep.Plan) < len(last.Plan) {
+				lastAt = time.Now()
+			}
 			last = rep
 		}
 		failFrom(rt, rep.Failures[0])
 	})
-	if !rtb.Failed() {
-		return
-	}
-	defer t.FailNow()
-	if last == nil {
-		return
+	if !rtb.Failed() || last == nil {
+		return nil, rtb.Failed()
 	}
 	f := last.Failures[0]
-	path := filepath.Join(ScenarioDir, t.Name(), fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
-	scenario := Scenario{Version: ScenarioVersion, Test: t.Name(),
+	finding = &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
+		FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
+	finding.Scenario = filepath.Join(ScenarioDir, name, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
+	scenario := Scenario{Version: ScenarioVersion, Test: name,
 		Expect: Expect{Outcome: OutcomeFail, Property: f.Property, Message: f.Message}}
 	for _, s := range last.Plan {
 		m, err := faults.EncodeStep(s)
 		if err != nil {
 			t.Errorf("kubeprop: %v", err)
-			return
+			return finding, true
 		}
 		scenario.Plan = append(scenario.Plan, m)
 	}
-	if err := writeScenario(path, scenario); err != nil {
+	if err := writeScenario(finding.Scenario, scenario); err != nil {
 		t.Errorf("kubeprop: %v", err)
 	}
-	page := strings.TrimSuffix(path, ".yaml") + ".html"
-	if err := last.writeHTML(page, t.Name()+": "+f.Property); err != nil {
+	finding.Page = strings.TrimSuffix(finding.Scenario, ".yaml") + ".html"
+	if err := last.writeHTML(finding.Page, name+": "+f.Property); err != nil {
 		t.Errorf("kubeprop: %v", err)
 	}
-	t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s$' -kubeprop.replay=%s",
-		f.Message, len(first.Plan), len(last.Plan), faults.FormatPlan(last.Plan),
-		strings.Join(last.Timeline, "\n      "), page, path, topTest(t.Name()), path)
+	return finding, true
 }
+
+// Find is Check outside a test: it draws plans, shrinks the first failure
+// and saves its scenario under ScenarioDir/name, and returns it; nil when
+// every plan passed. The -rapid.* flags apply as in Check. The error is
+// for bad input and the harness's own failures.
+func Find(env *Env, spec Spec, name string) (*Finding, error) {
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if !testing.Testing() {
+		testingInit.Do(testing.Init) // rapid reads testing.Short
+	}
+	tb := &headlessTB{name: name}
+	var f *Finding
+	var failed bool
+	done := make(chan struct{})
+	go func() { // a Goexit from rapid ends this goroutine only
+		defer close(done)
+		f, failed = search(tb, env, spec, name)
+	}()
+	<-done
+	if failed && f == nil {
+		return nil, fmt.Errorf("the search of %s failed: %s", name, strings.Join(tb.errors, "; "))
+	}
+	return f, nil
+}
+
+var testingInit sync.Once
+
+// headlessTB is the TB of Find: it keeps errors instead of failing a test.
+type headlessTB struct {
+	name   string
+	errors []string
+	failed bool
+}
+
+func (h *headlessTB) Helper()                           {}
+func (h *headlessTB) Name() string                      { return h.name }
+func (h *headlessTB) Logf(string, ...any)               {}
+func (h *headlessTB) Log(...any)                        {}
+func (h *headlessTB) Skipf(format string, args ...any)  { h.Errorf(format, args...) }
+func (h *headlessTB) Skip(args ...any)                  { h.Error(args...) }
+func (h *headlessTB) SkipNow()                          { h.Fail() }
+func (h *headlessTB) Errorf(format string, args ...any) { h.Error(fmt.Sprintf(format, args...)) }
+func (h *headlessTB) Error(args ...any) {
+	h.errors = append(h.errors, strings.TrimSpace(fmt.Sprintln(args...)))
+	h.failed = true
+}
+func (h *headlessTB) Fatalf(format string, args ...any) { h.Errorf(format, args...) }
+func (h *headlessTB) Fatal(args ...any)                 { h.Error(args...) }
+func (h *headlessTB) FailNow()                          { h.failed = true }
+func (h *headlessTB) Fail()                             { h.failed = true }
+func (h *headlessTB) Failed() bool                      { return h.failed }
 
 // TB is what Check needs of a test: *testing.T, or rapid's TB.
 type TB = rapid.TB

@@ -134,7 +134,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	out := tb.output()
 	require.Contains(t, out, "kubeprop: quiescent: writes went on after the faults healed: Widget web field status.lastReconcileTime by [")
 	require.Contains(t, out, "to 1 steps): [")
-	require.Contains(t, out, "replay:   go test -run 'TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
+	require.Contains(t, out, "replay:   go test -run '^TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
 
 	files, err := filepath.Glob(filepath.Join(dir, harness.ScenarioDir, t.Name(), "*.yaml"))
 	require.NoError(t, err)
@@ -159,4 +159,44 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	tb = expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), files[0]) })
 	require.True(t, tb.Failed())
 	require.Contains(t, tb.output(), "property quiescent held, but the scenario expects it to fail")
+}
+
+// TestRunControllerFaults runs the faults that act on the controller itself
+// on a correct controller: API errors on its writes, a crash right after
+// a write, delayed and cut watches. Every property holds, and the trace
+// shows each fault's effect.
+func TestRunControllerFaults(t *testing.T) {
+	plan := []faults.Step{
+		faults.APIErrorsStep{Error: faults.Conflict, Requests: 3},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 4},
+		faults.CrashAfterWriteStep{Writes: 1},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 2},
+		faults.APIErrorsStep{Error: faults.InternalError, ForMs: 1000},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 3},
+		faults.StaleWatchStep{DelayMs: 1000, ForMs: 2000},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 5},
+		faults.StaleWatchStep{Drop: true},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 1},
+	}
+	rep, err := harness.Run(context.Background(), env, widgetSpec(false), plan)
+	require.NoError(t, err)
+	timeline := strings.Join(rep.Timeline, "\n")
+	t.Logf("timeline:\n%s", timeline)
+	require.False(t, rep.Failed(), "failures: %+v", rep.Failures)
+	codes := map[int]int{}
+	for _, r := range rep.Trace.Requests {
+		if r.UserAgent == harness.UserAgentInjected {
+			codes[r.Code]++
+		}
+	}
+	require.Equal(t, 3, codes[409], "the three refused writes are in the trace: %v", codes)
+	require.Positive(t, codes[500], "writes in the error window were refused: %v", codes)
+	require.Contains(t, timeline, "killed right after a write")
+	failed := 0
+	for _, r := range rep.Trace.Reconciles {
+		if r.Err != "" {
+			failed++
+		}
+	}
+	require.Positive(t, failed, "the refused writes failed reconciles")
 }

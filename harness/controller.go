@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -46,18 +48,45 @@ func SetupWithManager(r interface{ SetupWithManager(manager.Manager) error }) Co
 	return managerController{setup: func(mgr manager.Manager, _ controller.Options) error { return r.SetupWithManager(mgr) }}
 }
 
+// ControllerManager is the cluster's own kube-controller-manager as the
+// controller under test: its Deployment, ReplicaSet and other controllers
+// run for every case, all the time. It is the reference that a
+// controller's properties can be tried on. ControllerRestart and the
+// Controller faults are no-ops on it (it is another process, shared by
+// the cases).
+func ControllerManager() Controller { return controllerManager{} }
+
+type controllerManager struct{}
+
+func (controllerManager) start(context.Context, *caseRun) (func() error, error) {
+	return func() error { return nil }, nil
+}
+
 type managerController struct {
 	setup func(manager.Manager, controller.Options) error
 }
 
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
-	mgr, err := manager.New(rest.CopyConfig(c.env.controllerConfig), manager.Options{
+	c.inProcess.Store(true)
+	inst := &instance{}
+	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(c.ctlFaults.wrapTransport)
+	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 c.spec.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true), RecoverPanic: ptr.To(true)},
 		Logger:                 c.logger,
+		// The controller's client is where API errors and crashes between
+		// writes are injected.
+		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			cl, err := client.NewWithWatch(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return c.ctlFaults.client(inst, cl), nil
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller's manager: %w", err)
@@ -65,7 +94,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 	opts := controller.Options{
 		SkipNameValidation: ptr.To(true),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return newRecordingQueue(c.recorder, name, workqueue.NewTypedRateLimitingQueueWithConfig(rl,
+			return newRecordingQueue(c.recorder, inst, name, workqueue.NewTypedRateLimitingQueueWithConfig(rl,
 				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}))
 		},
 	}
@@ -109,14 +138,19 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 // recordingQueue is a controller's workqueue that tells the recorder when
 // a reconcile starts and how it ends: a rate-limited requeue (an error, or
 // Requeue), a requeue after a delay, or done.
+// The reconciles of an instance killed by CrashAfterWrite are not
+// recorded: what it did after its death is an artefact of running in
+// process, where the reconcile goes on with a client that refuses all.
 type recordingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	rec  *recorder
+	inst *instance
 	name string
+	shut atomic.Bool // a stopped controller's queue keeps its items; idle ignores them
 }
 
-func newRecordingQueue(rec *recorder, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
-	rq := &recordingQueue{TypedRateLimitingInterface: q, rec: rec, name: name}
+func newRecordingQueue(rec *recorder, inst *instance, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
+	rq := &recordingQueue{TypedRateLimitingInterface: q, rec: rec, inst: inst, name: name}
 	rec.addQueue(rq)
 	return rq
 }
@@ -140,8 +174,18 @@ func (q *recordingQueue) AddAfter(item reconcile.Request, d time.Duration) {
 }
 
 func (q *recordingQueue) Done(item reconcile.Request) {
-	q.rec.reconcileDone(q.name, item.String())
+	q.rec.reconcileDone(q.name, item.String(), !q.inst.dead.Load())
 	q.TypedRateLimitingInterface.Done(item)
+}
+
+func (q *recordingQueue) ShutDown() {
+	q.shut.Store(true)
+	q.TypedRateLimitingInterface.ShutDown()
+}
+
+func (q *recordingQueue) ShutDownWithDrain() {
+	q.shut.Store(true)
+	q.TypedRateLimitingInterface.ShutDownWithDrain()
 }
 
 // callSetup runs the user's setup, turning a panic into an error.

@@ -64,6 +64,7 @@ type Env struct {
 	userConfig       *rest.Config // UserUser's connection
 	mapper           meta.RESTMapper
 	dynamic          dynamic.Interface
+	timeScale        float64
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -92,7 +93,7 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())
 	}
-	e := &Env{Cluster: c, Kubelets: sim}
+	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale}
 	if err := e.connect(); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}

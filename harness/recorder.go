@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,11 +29,14 @@ import (
 // watched objects, the controller's reconciles, its panics, and the steps
 // applied.
 type recorder struct {
-	mu         sync.Mutex
-	start      time.Time
-	healed     time.Time
-	objects    map[string]*unstructured.Unstructured // by kind/name
-	states     []properties.State
+	mu      sync.Mutex
+	start   time.Time
+	healed  time.Time
+	objects map[string]*unstructured.Unstructured // by kind/name, as they arrived
+	changes []change                              // in resource-version order
+	states  []properties.State                    // after each of changes, built lazily
+	built   map[string]*unstructured.Unstructured // the objects after states
+
 	writes     []properties.Write
 	reconciles []properties.Reconcile
 	panics     []properties.Panic
@@ -39,6 +44,9 @@ type recorder struct {
 	lastWrite  time.Time
 	inflight   map[string]*inflightReconcile // by controller/key
 	queues     []*recordingQueue
+	timeScale  float64
+	restarting int                  // controller restarts under way
+	injected   []properties.Request // requests the harness refused itself
 	factory    dynamicinformer.DynamicSharedInformerFactory
 	stop       chan struct{}
 }
@@ -61,12 +69,13 @@ type inflightReconcile struct {
 // of them is an event that drives what follows.
 var faultManagers = map[string]bool{faults.ConflictingWriterManager: true}
 
-func newRecorder() *recorder {
+func newRecorder(timeScale float64) *recorder {
 	return &recorder{
-		start:    time.Now(),
-		objects:  map[string]*unstructured.Unstructured{},
-		inflight: map[string]*inflightReconcile{},
-		stop:     make(chan struct{}),
+		timeScale: timeScale,
+		start:     time.Now(),
+		objects:   map[string]*unstructured.Unstructured{},
+		inflight:  map[string]*inflightReconcile{},
+		stop:      make(chan struct{}),
 	}
 }
 
@@ -118,7 +127,7 @@ func (r *recorder) observe(oldObj, obj any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.objects[objectKey(u)] = u
-	r.snapshot(now)
+	r.record(now, u, false)
 	for _, w := range writes {
 		if faultManagers[w.Manager] {
 			r.events = append(r.events, properties.Event{At: now, Kind: properties.FaultEvent, Name: "write by " + w.Manager})
@@ -142,19 +151,67 @@ func (r *recorder) observeDelete(obj any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.objects, objectKey(u))
-	r.snapshot(now)
+	r.record(now, u, true)
 	r.writes = append(r.writes, properties.Write{At: now, Manager: "(deleted)", Kind: u.GetKind(), Name: u.GetName(), Field: "metadata"})
 	r.lastWrite = now
 }
 
-// snapshot appends the current objects as a state. r.mu is held.
-func (r *recorder) snapshot(now time.Time) {
-	objs := make([]*unstructured.Unstructured, 0, len(r.objects))
-	for _, o := range r.objects {
-		objs = append(objs, o)
+// change is one observed change of one object; obj is nil when deleted.
+type change struct {
+	rv  uint64
+	at  time.Time
+	key string
+	obj *unstructured.Unstructured
+}
+
+// record files a change in resource-version order. Each resource has its
+// own watch stream, so a pod's change and its owner's can arrive in the
+// opposite order to the one they were written in; resource versions are
+// the API server's (etcd's) order of writes, and states follow it. r.mu
+// is held.
+func (r *recorder) record(at time.Time, u *unstructured.Unstructured, deleted bool) {
+	c := change{at: at, key: objectKey(u), obj: u}
+	if deleted {
+		c.obj = nil
 	}
-	sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
-	r.states = append(r.states, properties.State{At: now, Objects: objs})
+	rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	if err != nil && len(r.changes) > 0 {
+		rv = r.changes[len(r.changes)-1].rv
+	}
+	c.rv = rv
+	i := len(r.changes)
+	for i > 0 && r.changes[i-1].rv > rv {
+		i--
+	}
+	r.changes = slices.Insert(r.changes, i, c)
+	if i < len(r.states) {
+		r.states, r.built = r.states[:0], nil // rebuilt from the start by buildStates
+	}
+}
+
+// buildStates brings the states up to the changes. r.mu is held.
+func (r *recorder) buildStates() {
+	if r.built == nil {
+		r.built = map[string]*unstructured.Unstructured{}
+		r.states = r.states[:0]
+	}
+	for _, c := range r.changes[len(r.states):] {
+		if c.obj == nil {
+			delete(r.built, c.key)
+		} else {
+			r.built[c.key] = c.obj
+		}
+		objs := make([]*unstructured.Unstructured, 0, len(r.built))
+		for _, o := range r.built {
+			objs = append(objs, o)
+		}
+		sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
+		at := c.at
+		if n := len(r.states); n > 0 && r.states[n-1].At.After(at) {
+			at = r.states[n-1].At // times stay in order
+		}
+		r.states = append(r.states, properties.State{At: at, Objects: objs})
+	}
 }
 
 // event records a step applied, or a user change.
@@ -194,7 +251,8 @@ func (r *recorder) reconcileOutcome(controller, key string, o outcome, after tim
 	r.mu.Unlock()
 }
 
-func (r *recorder) reconcileDone(controller, key string) {
+// reconcileDone ends a reconcile; it is recorded unless record is false.
+func (r *recorder) reconcileDone(controller, key string, record bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	in := r.inflight[controller+"\x00"+key]
@@ -202,6 +260,9 @@ func (r *recorder) reconcileDone(controller, key string) {
 		return
 	}
 	delete(r.inflight, controller+"\x00"+key)
+	if !record {
+		return
+	}
 	rec := properties.Reconcile{At: in.at, Controller: controller, Key: key}
 	switch in.outcome {
 	case outcomeRateLimited:
@@ -210,6 +271,20 @@ func (r *recorder) reconcileDone(controller, key string) {
 		rec.RequeueAfter = in.after
 	}
 	r.reconciles = append(r.reconciles, rec)
+}
+
+// restart counts a controller restart under way (delta 1) or done (-1):
+// the controller is not idle meanwhile.
+func (r *recorder) restart(delta int) {
+	r.mu.Lock()
+	r.restarting += delta
+	r.mu.Unlock()
+}
+
+func (r *recorder) injectedRequest(req properties.Request) {
+	r.mu.Lock()
+	r.injected = append(r.injected, req)
+	r.mu.Unlock()
 }
 
 func (r *recorder) panicked(value any) {
@@ -223,11 +298,11 @@ func (r *recorder) panicked(value any) {
 func (r *recorder) idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.inflight) > 0 {
+	if len(r.inflight) > 0 || r.restarting > 0 {
 		return false
 	}
 	for _, q := range r.queues {
-		if q.Len() > 0 {
+		if !q.shut.Load() && q.Len() > 0 {
 			return false
 		}
 	}
@@ -244,26 +319,40 @@ func (r *recorder) sinceLastWrite() time.Duration {
 func (r *recorder) current() []*unstructured.Unstructured {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.states) == 0 {
-		return nil
+	objs := make([]*unstructured.Unstructured, 0, len(r.objects))
+	for _, o := range r.objects {
+		objs = append(objs, o)
 	}
-	return r.states[len(r.states)-1].Objects
+	sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
+	return objs
 }
 
 // trace returns the trace so far; requests come from the audit log.
 func (r *recorder) trace(requests []properties.Request, final bool) *properties.Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.buildStates()
 	return &properties.Trace{
 		Start: r.start, Healed: r.healed, End: time.Now(), Final: final,
-		Controller: UserController,
+		Controller: UserController, TimeScale: r.timeScale,
 		States:     append([]properties.State(nil), r.states...),
 		Writes:     append([]properties.Write(nil), r.writes...),
-		Requests:   requests,
+		Requests:   mergeRequests(requests, r.injected),
 		Reconciles: append([]properties.Reconcile(nil), r.reconciles...),
 		Panics:     append([]properties.Panic(nil), r.panics...),
 		Events:     append([]properties.Event(nil), r.events...),
 	}
+}
+
+// mergeRequests merges the audit log's requests and the refused ones,
+// both in time order.
+func mergeRequests(audit, injected []properties.Request) []properties.Request {
+	if len(injected) == 0 {
+		return audit
+	}
+	out := append(append(make([]properties.Request, 0, len(audit)+len(injected)), audit...), injected...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
 }
 
 // activeRecorder receives the panics of in-process controllers: cases run
@@ -306,13 +395,65 @@ func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties
 	}
 	sort.Strings(paths)
 	managed := obj.GetManagedFields()
+	writer := latestWriter(old, obj)
+	if _, bound := after["spec.nodeName"]; writer == "(unknown)" && bound && before["spec.nodeName"] == "" {
+		// The binding subresource sets a pod's node and PodScheduled
+		// condition without a managedFields entry.
+		writer = ManagerBinding
+	}
 	var out []properties.Write
 	for _, p := range paths {
+		// A field that no manager holds (one removed, or one the API
+		// server defaulted) is the doing of this change's writer.
+		m := owner(managed, p)
+		if m == "" {
+			m = writer
+		}
 		out = append(out, properties.Write{
-			At: at, Manager: owner(managed, p), Kind: obj.GetKind(), Name: obj.GetName(), Field: p, Value: after[p],
+			At: at, Manager: m, Kind: obj.GetKind(), Name: obj.GetName(), GenerateName: obj.GetGenerateName(), Field: p, Value: after[p],
 		})
 	}
 	return out
+}
+
+// ManagerBinding is the writer the trace names for a pod's binding to a
+// node (by the scheduler), which managedFields do not record.
+const ManagerBinding = "(binding)"
+
+// latestWriter names the manager whose managedFields entry this change
+// added or touched (the most recent, if several), or "(unknown)".
+func latestWriter(old, obj *unstructured.Unstructured) string {
+	before := map[string]bool{}
+	if old != nil {
+		for _, e := range old.GetManagedFields() {
+			before[managedEntryKey(e)] = true
+		}
+	}
+	best, bestTime := "(unknown)", time.Time{}
+	for _, e := range obj.GetManagedFields() {
+		if before[managedEntryKey(e)] {
+			continue
+		}
+		var t time.Time
+		if e.Time != nil {
+			t = e.Time.Time
+		}
+		if best == "(unknown)" || !t.Before(bestTime) {
+			best, bestTime = e.Manager, t
+		}
+	}
+	return best
+}
+
+func managedEntryKey(e metav1.ManagedFieldsEntry) string {
+	key := e.Manager + "\x00" + string(e.Operation) + "\x00" + e.Subresource
+	if e.Time != nil {
+		key += "\x00" + e.Time.UTC().String()
+	}
+	if e.FieldsV1 != nil {
+		key += "\x00" + string(e.FieldsV1.Raw)
+	}
+	return key
 }
 
 // recordedRoots are the parts of an object whose fields are recorded; the
@@ -374,7 +515,7 @@ func listKey(items []any) string {
 }
 
 // owner returns the manager whose managedFields entry holds the field at
-// path, the most recent one if several do.
+// path, the most recent one if several do; "" if none does.
 func owner(entries []metav1.ManagedFieldsEntry, path string) string {
 	best, bestTime := "", time.Time{}
 	for _, e := range entries {
@@ -395,9 +536,6 @@ func owner(entries []metav1.ManagedFieldsEntry, path string) string {
 		if best == "" || !t.Before(bestTime) {
 			best, bestTime = e.Manager, t
 		}
-	}
-	if best == "" {
-		return "(unknown)"
 	}
 	return best
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,19 +54,29 @@ func (r *Report) Failed() bool { return len(r.Failures) > 0 }
 
 // caseRun is one case in progress.
 type caseRun struct {
-	env            *Env
-	spec           Spec
-	namespace      string
-	nodes          []*kubelet.Node
-	fixtures       []client.Object
-	recorder       *recorder
-	audit          *auditReader
-	faultClient    client.Client
-	userClient     client.Client
-	logger         logr.Logger
+	env         *Env
+	spec        Spec
+	namespace   string
+	nodes       []*kubelet.Node
+	fixtures    []client.Object
+	recorder    *recorder
+	audit       *auditReader
+	faultClient client.Client
+	userClient  client.Client
+	logger      logr.Logger
+	started     time.Time
+
+	ctx       context.Context // the case's, for restarts after a crash
+	ctlFaults *controllerFaults
+	inProcess atomic.Bool // the controller runs in this process: controller faults apply
+
+	ctlMu          sync.Mutex // guards stopController and crashErr
 	stopController func() error
-	started        time.Time
-	timeline       []string
+	crashErr       error          // a restart after a crash that failed
+	crashes        sync.WaitGroup // restarts after crashes under way
+
+	logMu    sync.Mutex
+	timeline []string
 }
 
 var caseSeq atomic.Int64
@@ -80,8 +91,10 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 		return nil, err
 	}
 	n := caseSeq.Add(1)
-	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(),
+	c := &caseRun{ctx: ctx, env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(env.timeScale),
 		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now()}
+	c.ctlFaults = newControllerFaults(c.recorder, spec.Scheme, env.mapper)
+	c.ctlFaults.onCrash = c.crashed
 	installPanicHook()
 	activeRecorder.Store(c.recorder)
 	defer activeRecorder.Store(nil)
@@ -105,10 +118,19 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 		if err := c.Settle(ctx); err != nil {
 			return nil, err
 		}
+		if err := c.takeCrashErr(); err != nil {
+			return nil, err
+		}
 		c.logf("settled")
 	}
-	// Heal: every fault stops. Lost nodes may stay lost; crash loops end.
+	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
+	// a controller killed by a crash is back.
 	env.Kubelets.StopCrashLoops(c.namespace)
+	c.ctlFaults.heal()
+	c.crashes.Wait()
+	if err := c.takeCrashErr(); err != nil {
+		return nil, err
+	}
 	c.recorder.heal(time.Now())
 	c.logf("healed: faults stop")
 	return c.judge(ctx, plan)
@@ -244,11 +266,17 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		}
 	}
 	c.logf("writes per manager: %s", writesPerManager(tr))
-	rep.Timeline = c.timeline
+	c.logMu.Lock()
+	rep.Timeline = append([]string(nil), c.timeline...)
+	c.logMu.Unlock()
 	return rep, nil
 }
 
 func (c *caseRun) teardown() {
+	c.ctlFaults.heal()
+	c.crashes.Wait()
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
 	if err := c.stopController(); err != nil {
 		c.logf("stopping the controller: %v", err)
 	}
@@ -264,6 +292,8 @@ func (c *caseRun) teardown() {
 }
 
 func (c *caseRun) logf(format string, args ...any) {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
 	c.timeline = append(c.timeline, fmt.Sprintf("%7.2fs  %s", time.Since(c.started).Seconds(), fmt.Sprintf(format, args...)))
 }
 

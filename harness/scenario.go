@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -44,8 +45,8 @@ func writeScenario(path string, s Scenario) error {
 	if err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
-	header := fmt.Sprintf("# kubeprop scenario. Replay: go test -run '%s$' -kubeprop.replay=%s\n"+
-		"# Edit freely; set expect.outcome to pass once the bug is fixed.\n", topTest(s.Test), path)
+	header := fmt.Sprintf("# kubeprop scenario. Replay: go test -run '%s' -kubeprop.replay=%s\n"+
+		"# Edit freely; set expect.outcome to pass once the bug is fixed.\n", runPattern(s.Test), path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
@@ -86,8 +87,12 @@ func readScenario(path string, known []faults.Fault) (Scenario, []faults.Step, e
 	return s, plan, nil
 }
 
-// topTest is the top-level test of a subtest name.
-func topTest(name string) string {
-	top, _, _ := strings.Cut(name, "/")
-	return top
+// runPattern is the -run pattern that selects the test of that name, and
+// no other: ^TestA$ or ^TestA$/^sub$.
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
 }

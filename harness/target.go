@@ -32,6 +32,17 @@ func (c *caseRun) LoseNode(i int) error {
 	if n.Lost() {
 		return fmt.Errorf("%w: node %d is already lost", faults.ErrNoOp, i)
 	}
+	up := 0
+	for _, other := range c.nodes {
+		if !other.Lost() {
+			up++
+		}
+	}
+	// With every node lost no controller could converge: a plan that
+	// would do it is not a fault of the controller's.
+	if up == 1 {
+		return fmt.Errorf("%w: node %d is the last node up", faults.ErrNoOp, i)
+	}
 	n.Lose()
 	return nil
 }
@@ -93,6 +104,11 @@ func (c *caseRun) Children(context.Context) ([]client.Object, error) {
 }
 
 func (c *caseRun) RestartController(ctx context.Context) error {
+	if _, shared := c.spec.Controller.(controllerManager); shared {
+		return fmt.Errorf("%w: kube-controller-manager is shared by the cases", faults.ErrNoOp)
+	}
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
 	if err := c.stopController(); err != nil {
 		return fmt.Errorf("stopping the controller for a restart: %w", err)
 	}
@@ -102,6 +118,74 @@ func (c *caseRun) RestartController(ctx context.Context) error {
 		return fmt.Errorf("restarting the controller: %w", err)
 	}
 	c.stopController = stop
+	return nil
+}
+
+// crashed restarts the controller after CrashAfterWrite killed it; the
+// dead instance's client already refuses every call.
+func (c *caseRun) crashed() {
+	c.recorder.restart(1)
+	c.crashes.Add(1)
+	go func() {
+		defer c.crashes.Done()
+		defer c.recorder.restart(-1)
+		c.logf("the controller was killed right after a write")
+		if err := c.RestartController(c.ctx); err != nil {
+			c.ctlMu.Lock()
+			c.crashErr = errors.Join(c.crashErr, err)
+			c.ctlMu.Unlock()
+		}
+	}()
+}
+
+func (c *caseRun) takeCrashErr() error {
+	c.ctlMu.Lock()
+	defer c.ctlMu.Unlock()
+	err := c.crashErr
+	c.crashErr = nil
+	return err
+}
+
+// errNotInProcess is the no-op of a controller fault on a controller that
+// does not run in this process.
+func (c *caseRun) errNotInProcess() error {
+	if c.inProcess.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: the controller does not run in process", faults.ErrNoOp)
+}
+
+func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Duration) error {
+	if err := c.errNotInProcess(); err != nil {
+		return err
+	}
+	c.ctlFaults.failWrites(e, requests, window)
+	return nil
+}
+
+func (c *caseRun) CrashAfterWrites(writes int) error {
+	if err := c.errNotInProcess(); err != nil {
+		return err
+	}
+	c.ctlFaults.crashAfter(writes)
+	return nil
+}
+
+func (c *caseRun) DelayWatches(delay, window time.Duration) error {
+	if err := c.errNotInProcess(); err != nil {
+		return err
+	}
+	c.ctlFaults.delayWatches(delay, window)
+	return nil
+}
+
+func (c *caseRun) DropWatches() error {
+	if err := c.errNotInProcess(); err != nil {
+		return err
+	}
+	if !c.ctlFaults.dropWatches() {
+		return fmt.Errorf("%w: the controller has no open watch", faults.ErrNoOp)
+	}
 	return nil
 }
 

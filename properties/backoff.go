@@ -1,10 +1,14 @@
 package properties
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BackoffOptions configures BoundedBackoff. Zero values take the defaults,
@@ -22,6 +26,10 @@ type BackoffOptions struct {
 	// retries were failing must be tried again. Zero means 30 s, or Cap
 	// if that is shorter.
 	RecoverWithin time.Duration
+	// ReplaceBase is the first interval, in cluster time, of the back-off
+	// between replacements of an owner's failing pods. Zero means 10 s,
+	// the kubelet's own first crash-loop back-off.
+	ReplaceBase time.Duration
 }
 
 // BoundedBackoff holds when the controller backs off while it fails: in a
@@ -29,7 +37,10 @@ type BackoffOptions struct {
 // or ask for a requeue, or API requests refused), it makes no more attempts
 // than an exponential back-off from Base allows, it never waits longer
 // than Cap, and once the faults heal an object that was failing is tried
-// again within RecoverWithin.
+// again within RecoverWithin. Replacing a failing pod (deleting a pod it
+// controls whose containers crashed, or that failed) is a retry too: the
+// replacements of one owner's pods may come no faster than an exponential
+// back-off from ReplaceBase allows.
 func BoundedBackoff(opts BackoffOptions) Property {
 	if opts.Base == 0 {
 		opts.Base = 5 * time.Millisecond
@@ -42,6 +53,9 @@ func BoundedBackoff(opts BackoffOptions) Property {
 	}
 	if opts.RecoverWithin == 0 {
 		opts.RecoverWithin = min(30*time.Second, opts.Cap)
+	}
+	if opts.ReplaceBase == 0 {
+		opts.ReplaceBase = 10 * time.Second
 	}
 	return boundedBackoff{opts: opts}
 }
@@ -58,35 +72,40 @@ type attempt struct {
 }
 
 func (p boundedBackoff) Check(tr *Trace) Verdict {
-	open := 0
+	var open []string
 	for _, target := range attemptsByTarget(tr) {
-		if v, bad := p.checkTarget(tr, target.what, target.attempts); bad {
+		if v, bad := p.checkTarget(tr, target); bad {
 			return v
 		}
-		if n := len(target.attempts); n > 0 && target.attempts[n-1].failed {
-			open++
+		if n := len(target.attempts); target.mustRecover && n > 0 && target.attempts[n-1].failed {
+			open = append(open, target.what)
 		}
 	}
 	// Healed, with every target's last attempt a success: nothing is
 	// left to back off from.
-	if tr.Final || (!tr.Healed.IsZero() && (open == 0 || tr.End.Sub(tr.Healed) > p.opts.RecoverWithin)) {
+	if tr.Final || (!tr.Healed.IsZero() && (len(open) == 0 || tr.End.Sub(tr.Healed) > p.opts.RecoverWithin)) {
 		return pass("every failing streak backed off")
 	}
-	return pending("%d targets still failing", open)
+	return pending("still failing: %s", strings.Join(open, ", "))
 }
 
-func (p boundedBackoff) checkTarget(tr *Trace, what string, attempts []attempt) (Verdict, bool) {
+func (p boundedBackoff) checkTarget(tr *Trace, t target) (Verdict, bool) {
+	what, attempts := t.what, t.attempts
 	var streak []attempt
 	judge := func() (Verdict, bool) {
 		if len(streak) < 2 {
 			return Verdict{}, false
 		}
 		span := streak[len(streak)-1].at.Sub(streak[0].at)
-		if budget := p.budget(span); len(streak) > budget {
-			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
-				"%d failed attempts in %v; an exponential back-off from %v allows %d", len(streak), span, p.opts.Base, budget), true
+		base := p.opts.Base
+		if t.replacements {
+			base = time.Duration(float64(p.opts.ReplaceBase) / tr.timeScale())
 		}
-		for i := 1; i < len(streak); i++ {
+		if budget := budget(base, p.opts.Slack, span); len(streak) > budget {
+			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
+				"%d failed attempts in %v; an exponential back-off from %v allows %d", len(streak), span, base, budget), true
+		}
+		for i := 1; i < len(streak) && !t.replacements; i++ {
 			if gap := streak[i].at.Sub(streak[i-1].at); gap > p.opts.Cap+p.opts.Cap/10 {
 				return fail(fmt.Errorf("bounded-backoff: %s waited longer than the %v cap between retries", what, p.opts.Cap),
 					"waited %v", gap), true
@@ -108,7 +127,7 @@ func (p boundedBackoff) checkTarget(tr *Trace, what string, attempts []attempt) 
 		return v, true
 	}
 	// A streak still failing at the heal must be retried soon after.
-	if len(streak) > 0 && !tr.Healed.IsZero() && !streak[len(streak)-1].at.After(tr.Healed) {
+	if t.mustRecover && len(streak) > 0 && !tr.Healed.IsZero() && !streak[len(streak)-1].at.After(tr.Healed) {
 		if tr.End.Sub(tr.Healed) > p.opts.RecoverWithin || tr.Final {
 			return fail(fmt.Errorf("bounded-backoff: %s was not tried again within %v after the faults healed", what, p.opts.RecoverWithin),
 				"last failed attempt %v before the heal", tr.Healed.Sub(streak[len(streak)-1].at)), true
@@ -117,15 +136,22 @@ func (p boundedBackoff) checkTarget(tr *Trace, what string, attempts []attempt) 
 	return Verdict{}, false
 }
 
-// budget is how many attempts an exponential back-off from Base, doubling,
+// budget is how many attempts an exponential back-off from base, doubling,
 // makes in span, plus the slack: attempts at 0, b, 3b, 7b, ... (2^n - 1)b.
-func (p boundedBackoff) budget(span time.Duration) int {
-	return int(math.Floor(math.Log2(float64(span)/float64(p.opts.Base)+1))) + 1 + p.opts.Slack
+func budget(base time.Duration, slack int, span time.Duration) int {
+	return int(math.Floor(math.Log2(float64(span)/float64(base)+1))) + 1 + slack
 }
 
 type target struct {
 	what     string
 	attempts []attempt
+	// mustRecover is false for a create of a generated name: each is a
+	// new object, and one that failed may rightly never be tried again
+	// when the desired state moved on.
+	mustRecover bool
+	// replacements: the attempts are replacements of failing pods, which
+	// have no cap (a pod may fail again any time later).
+	replacements bool
 }
 
 // attemptsByTarget gathers the controller's attempts: its reconciles by
@@ -134,17 +160,25 @@ type target struct {
 func attemptsByTarget(tr *Trace) []target {
 	index := map[string]int{}
 	var out []target
-	add := func(what string, a attempt) {
-		i, ok := index[what]
+	// Messages name a generated object without its random suffix.
+	generated := map[string]string{}
+	for _, w := range tr.Writes {
+		if w.GenerateName != "" {
+			generated[w.Name] = w.Object()
+		}
+	}
+	add := func(key, what string, a attempt, mustRecover bool) int {
+		i, ok := index[key]
 		if !ok {
 			i = len(out)
-			index[what] = i
-			out = append(out, target{what: what})
+			index[key] = i
+			out = append(out, target{what: what, mustRecover: mustRecover})
 		}
 		out[i].attempts = append(out[i].attempts, a)
+		return i
 	}
 	for _, r := range tr.Reconciles {
-		add("reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0)})
+		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0)}, true)
 	}
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" {
@@ -154,12 +188,52 @@ func attemptsByTarget(tr *Trace) []target {
 		if r.Subresource != "" {
 			obj += "/" + r.Subresource
 		}
+		shown := obj
 		if r.Name != "" {
 			obj += " " + r.Name
+			shown += " " + cmp.Or(generated[r.Name], r.Name)
 		}
-		add(r.Verb+" "+obj, attempt{at: r.At, failed: r.Code >= 400})
+		// Deleting what is already gone reached the goal.
+		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
+		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed}, r.Name != "")
+		if owner := replacedFailingPod(tr, r); owner != "" {
+			out[add("replacement of the failing pods of "+owner, "replacement of the failing pods of "+owner, attempt{at: r.At, failed: true}, false)].replacements = true
+		}
 	}
 	return out
+}
+
+// replacedFailingPod names the owner of the pod a request deleted, when
+// the pod was failing just before: a container of it had crashed, or it
+// had failed.
+func replacedFailingPod(tr *Trace, r Request) string {
+	if r.Verb != "delete" || r.Resource != "pods" || r.Subresource != "" || r.Code >= 300 {
+		return ""
+	}
+	i := tr.stateAt(r.At)
+	if i < 0 {
+		return ""
+	}
+	u := tr.States[i].Get("Pod", r.Name)
+	if u == nil {
+		return ""
+	}
+	pod, err := As[corev1.Pod](u)
+	if err != nil {
+		return ""
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return ""
+	}
+	failing := pod.Status.Phase == corev1.PodFailed
+	for _, c := range pod.Status.ContainerStatuses {
+		failing = failing || c.RestartCount > 0 || c.LastTerminationState.Terminated != nil && c.LastTerminationState.Terminated.ExitCode != 0
+	}
+	if !failing {
+		return ""
+	}
+	return owner.Kind + " " + owner.Name
 }
 
 // nameOf drops the namespace from a namespace/name key.

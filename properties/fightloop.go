@@ -41,7 +41,7 @@ func (noFightLoop) Name() string           { return "no-fight-loop" }
 func (noFightLoop) Horizon() time.Duration { return 0 }
 
 func (p noFightLoop) Check(tr *Trace) Verdict {
-	type field struct{ kind, name, path string }
+	type field struct{ kind, name, object, path string }
 	last := map[field]Write{}
 	switches := map[field][]Write{} // the writes that took the field over, undriven
 	var order []field
@@ -49,7 +49,7 @@ func (p noFightLoop) Check(tr *Trace) Verdict {
 		if slices.Contains(p.opts.IgnoreManagers, w.Manager) {
 			continue
 		}
-		f := field{w.Kind, w.Name, w.Field}
+		f := field{w.Kind, w.Name, w.Object(), w.Field}
 		prev, seen := last[f]
 		last[f] = w
 		if !seen {
@@ -76,7 +76,7 @@ func (p noFightLoop) Check(tr *Trace) Verdict {
 				managers = append(managers, prev.Manager)
 			}
 			slices.Sort(managers)
-			return fail(fmt.Errorf("no-fight-loop: %s %s field %s alternated between %v", f.kind, f.name, f.path, managers),
+			return fail(fmt.Errorf("no-fight-loop: %s %s field %s alternated between %v", f.kind, f.object, f.path, managers),
 				"%d undriven changes of hands within %v, the last %v after the start", len(s), p.opts.Window, w.At.Sub(tr.Start))
 		}
 	}

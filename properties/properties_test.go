@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -191,6 +195,26 @@ func TestBoundedBackoff(t *testing.T) {
 	tr = &Trace{Start: t0, Healed: at(2 * s), End: at(40 * s),
 		Reconciles: []Reconcile{{At: at(0), Key: "ns/web", Err: "x"}, {At: at(1 * s), Key: "ns/web", Err: "x"}}}
 	require.EqualError(t, p.Check(tr).Err, "bounded-backoff: reconcile of web was not tried again within 30s after the faults healed")
+	// The same of a named request; but a failed create of a generated name
+	// may be dropped when the desired state moved on.
+	refused := func(name string) []Request {
+		return []Request{{At: at(0), User: "c", Verb: "update", Resource: "pods", Name: name, Code: 500}, {At: at(1 * s), User: "c", Verb: "update", Resource: "pods", Name: name, Code: 500}}
+	}
+	tr = &Trace{Start: t0, Healed: at(2 * s), End: at(40 * s), Controller: "c", Requests: refused("web-1")}
+	require.EqualError(t, p.Check(tr).Err, "bounded-backoff: update pods web-1 was not tried again within 30s after the faults healed")
+	tr.Requests = refused("")
+	for i := range tr.Requests {
+		tr.Requests[i].Verb = "create"
+	}
+	v = p.Check(tr)
+	require.True(t, v.Done)
+	require.NoError(t, v.Err)
+	// Deleting what is gone is no failure.
+	tr.Requests = refused("web-1")
+	for i := range tr.Requests {
+		tr.Requests[i].Verb, tr.Requests[i].Code = "delete", 404
+	}
+	require.NoError(t, p.Check(tr).Err)
 
 	// Waiting past the cap.
 	p = BoundedBackoff(BackoffOptions{Cap: 10 * s})
@@ -240,4 +264,50 @@ func TestStateHelpers(t *testing.T) {
 	a, err := As[app](st.Get("App", "web"))
 	require.NoError(t, err)
 	require.Equal(t, 3, a.Spec.Replicas)
+}
+
+// TestBoundedBackoffReplacements: deleting crashed pods to replace them is
+// a retry, held to a back-off from the kubelet's 10 s in cluster time.
+func TestBoundedBackoffReplacements(t *testing.T) {
+	crashed := func(name string, restarts int32) *unstructured.Unstructured {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.Pod{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{
+				{Kind: "PodSet", Name: "web", UID: "u1", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: restarts}}},
+		})
+		require.NoError(t, err)
+		return &unstructured.Unstructured{Object: u}
+	}
+	// A replacement every 200 ms for 4 s, at time scale 20 (10 s of
+	// cluster time is 0.5 s): far too fast.
+	trace := func(restarts int32, every time.Duration) *Trace {
+		tr := &Trace{Start: t0, Controller: "c", TimeScale: 20, End: at(5 * s), Healed: at(4 * s), Final: true}
+		for i, d := 0, time.Duration(0); d < 4*s; i, d = i+1, d+every {
+			name := fmt.Sprintf("web-%d", i)
+			tr.States = append(tr.States, State{At: at(d), Objects: []*unstructured.Unstructured{crashed(name, restarts)}})
+			tr.Requests = append(tr.Requests, Request{At: at(d + 100*time.Millisecond), User: "c", Verb: "delete", Resource: "pods", Name: name, Code: 200})
+		}
+		return tr
+	}
+	p := BoundedBackoff(BackoffOptions{})
+	require.EqualError(t, p.Check(trace(1, 200*time.Millisecond)).Err,
+		"bounded-backoff: replacement of the failing pods of PodSet web retried without backing off")
+	// Pods that never crashed: a scale-down, not a retry.
+	require.NoError(t, p.Check(trace(0, 200*time.Millisecond)).Err)
+	// One replacement a second: within a back-off from 0.5 s over 4 s.
+	require.NoError(t, p.Check(trace(1, time.Second)).Err)
+}
+
+// TestMessagesNameGeneratedObjectsStably: a message compared by rapid must
+// not carry a generated name's random suffix.
+func TestMessagesNameGeneratedObjectsStably(t *testing.T) {
+	var ws []Write
+	for i := range 10 {
+		ws = append(ws, Write{At: at(time.Duration(i) * 100 * time.Millisecond), Manager: []string{"a", "b"}[i%2],
+			Kind: "Pod", Name: "web-x7k2p", GenerateName: "web-", Field: "spec.replicas"})
+	}
+	tr := &Trace{Start: t0, End: at(2 * s), Writes: ws, Final: true}
+	require.EqualError(t, NoFightLoop(FightOptions{}).Check(tr).Err, "no-fight-loop: Pod web-* field spec.replicas alternated between [a b]")
+	require.Equal(t, "web-x7k2p", Write{Name: "web-x7k2p"}.Object())
 }

@@ -74,10 +74,10 @@ func mostWritten(writes []Write) fieldWrites {
 	by := map[string]*fieldWrites{}
 	var fields []*fieldWrites
 	for _, w := range writes {
-		key := w.Kind + "/" + w.Name + "/" + w.Field
+		key := w.Kind + "/" + w.Object() + "/" + w.Field
 		f := by[key]
 		if f == nil {
-			f = &fieldWrites{kind: w.Kind, name: w.Name, field: w.Field}
+			f = &fieldWrites{kind: w.Kind, name: w.Object(), field: w.Field}
 			by[key] = f
 			fields = append(fields, f)
 		}

@@ -19,6 +19,9 @@ type Trace struct {
 	// Controller is the name under which the controller under test writes
 	// (its field manager and API user).
 	Controller string
+	// TimeScale is the cluster's seconds per wall second (zero means 1):
+	// properties that hold the cluster's own timings use it.
+	TimeScale float64
 
 	States     []State     // the observed objects, after every change
 	Writes     []Write     // field history, from managedFields
@@ -72,8 +75,20 @@ type Write struct {
 	Manager string
 	Kind    string
 	Name    string
-	Field   string // a path such as spec.replicas
-	Value   string // the new value, as JSON; empty when removed
+	// GenerateName is the object's metadata.generateName: its name
+	// without the random suffix.
+	GenerateName string
+	Field        string // a path such as spec.replicas
+	Value        string // the new value, as JSON; empty when removed
+}
+
+// Object names the written object the same way in every run: a generated
+// name's random suffix is left out ("web-*").
+func (w Write) Object() string {
+	if w.GenerateName != "" {
+		return w.GenerateName + "*"
+	}
+	return w.Name
 }
 
 // Request is one request from the audit log.
@@ -125,6 +140,13 @@ type Event struct {
 // stateAt returns the index of the last state at or before t, or -1.
 func (tr *Trace) stateAt(t time.Time) int {
 	return sort.Search(len(tr.States), func(i int) bool { return tr.States[i].At.After(t) }) - 1
+}
+
+func (tr *Trace) timeScale() float64 {
+	if tr.TimeScale <= 0 {
+		return 1
+	}
+	return tr.TimeScale
 }
 
 // healedOrEnd is the heal time, or the end of the trace while not healed.

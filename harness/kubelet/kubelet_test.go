@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 // crashLoop runs one container's restarts on a fake clock, without an API
@@ -190,4 +192,25 @@ func TestCrashLoopAndReadiness(t *testing.T) {
 	l.c.unready = true
 	require.False(t, l.c.ready(l.clock.Now()), "readiness overridden")
 	require.False(t, podCondition(l.sim.podStatus(l.pod, l.st, l.clock.Now()), corev1.PodReady))
+}
+
+// TestCrashLoopInherited: a pod that replaces a crash-looping pod (same
+// controller owner) crashes on its first starts too; other pods do not;
+// StopCrashLoops ends it.
+func TestCrashLoopInherited(t *testing.T) {
+	sim := &Simulator{ownerCrashes: map[string]ownerCrash{ownerCrashKey("ns", "owner-1", "app"): {starts: 2, exit: Failed(1)}}}
+	pod := func(owner string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-2"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}}}}
+		p.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: "web", Kind: "PodSet"}}
+		return p
+	}
+	st := sim.newPodState(pod("owner-1"), &Node{name: "n"}, time.Now())
+	require.Equal(t, 2, st.containers[0].crashStarts)
+	require.Equal(t, int32(1), st.containers[0].crashExit.Code)
+	require.Zero(t, st.containers[1].crashStarts, "another container")
+	require.Zero(t, sim.newPodState(pod("owner-2"), &Node{name: "n"}, time.Now()).containers[0].crashStarts, "another owner")
+
+	sim.StopCrashLoops("ns")
+	require.Zero(t, sim.newPodState(pod("owner-1"), &Node{name: "n"}, time.Now()).containers[0].crashStarts, "after the heal")
 }

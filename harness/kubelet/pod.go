@@ -93,6 +93,7 @@ func (s *Simulator) newPodState(pod *corev1.Pod, node *Node, now time.Time) *pod
 			startAt:        now.Add(s.opts.wall(s.opts.ContainerStartDelay)),
 			readinessDelay: delay,
 		})
+		s.inheritCrashLoop(pod, st.containers[len(st.containers)-1])
 	}
 	return st
 }

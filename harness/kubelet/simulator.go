@@ -40,6 +40,14 @@ type Simulator struct {
 	nodeByKey map[string]*Node
 	pods      map[string]*podState // by namespace/name
 	nodeCount int
+	// Crash loops that the replacements of a crash-looping pod inherit,
+	// by namespace/owner UID/container.
+	ownerCrashes map[string]ownerCrash
+}
+
+type ownerCrash struct {
+	starts int
+	exit   ExitStatus
 }
 
 // Start connects to the API server with cfg (whose user is the simulator's

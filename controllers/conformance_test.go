@@ -1,0 +1,86 @@
+package controllers_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+var env *harness.Env
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	flag.Parse()
+	// A case takes seconds: unless told otherwise, draw 5 plans per check
+	// and give shrinking 60 s.
+	if os.Getenv("RAPID_CHECKS") == "" && !flagSet("rapid.checks") {
+		_ = flag.Set("rapid.checks", "5")
+	}
+	if !flagSet("rapid.shrinktime") {
+		_ = flag.Set("rapid.shrinktime", "60s")
+	}
+	env = harness.MustStart(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{filepath.Join("..", suite.CRDs)}})
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the hollow cluster:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// TestConformance checks every target: the correct controller passes its
+// checks; each seeded bug is found, by the expected property, and shrunk
+// to at most its minimal plan.
+func TestConformance(t *testing.T) {
+	for _, target := range suite.Targets() {
+		t.Run(target.Name, func(t *testing.T) {
+			// Check replays the scenario of -kubeprop.replay, when given.
+			if target.Correct() || flag.Lookup("kubeprop.replay").Value.String() != "" {
+				harness.Check(t, env, target.Spec)
+				return
+			}
+			t.Chdir(t.TempDir()) // the scenario and timeline go there
+			f, err := harness.Find(env, target.Spec, t.Name())
+			require.NoError(t, err)
+			require.NotNil(t, f, "the bug was not found in -rapid.checks plans")
+			t.Logf("%s: %s\nplan (shrunk from %d to %d steps): %s\nfound after %v, shrunk after %v",
+				f.Property, f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.FoundAfter, f.ShrunkAfter)
+			require.Equal(t, target.Property, f.Property, "the bug was caught by another property: %s", f.Message)
+			require.LessOrEqual(t, len(f.Plan), target.MinSteps, "not shrunk to the minimal plan: %s", faults.FormatPlan(f.Plan))
+		})
+	}
+}
+
+// TestSavedScenarios replays the scenario saved for each seeded bug (by
+// make demo, under testdata/kubeprop/<controller>/): each must fail as it
+// says, on every go test.
+func TestSavedScenarios(t *testing.T) {
+	for _, target := range suite.Targets() {
+		if target.Correct() {
+			continue
+		}
+		t.Run(target.Name, func(t *testing.T) {
+			dir := filepath.Join(harness.ScenarioDir, "TestConformance", target.Name)
+			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			require.NoError(t, err)
+			require.NotEmpty(t, files, "no saved scenario for %s: run make demo DEMO_FLAGS='-only %s' and commit %s", target.Name, target.Name, dir)
+			harness.ReplayDir(t, env, target.Spec, dir)
+		})
+	}
+}

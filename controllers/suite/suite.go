@@ -1,0 +1,77 @@
+// Package suite is kubeprop's conformance suite over the bundled
+// controllers: the correct PodSet controller, which must pass, and its
+// seeded-bug variants, each of which must be caught by the property its
+// doc names, with a plan shrunk to at most the known minimum.
+package suite
+
+import (
+	"time"
+
+	"github.com/kubeprop/kubeprop/controllers/bugs/countsterminating"
+	"github.com/kubeprop/kubeprop/controllers/bugs/defaultingfight"
+	"github.com/kubeprop/kubeprop/controllers/bugs/fightsreplicas"
+	"github.com/kubeprop/kubeprop/controllers/bugs/nevershrinks"
+	"github.com/kubeprop/kubeprop/controllers/bugs/nobackoff"
+	"github.com/kubeprop/kubeprop/controllers/bugs/recreatescrashing"
+	"github.com/kubeprop/kubeprop/controllers/bugs/stalecache"
+	"github.com/kubeprop/kubeprop/controllers/bugs/statustimestamp"
+	"github.com/kubeprop/kubeprop/controllers/bugs/swallowsconflict"
+	"github.com/kubeprop/kubeprop/controllers/bugs/twostepcreate"
+	"github.com/kubeprop/kubeprop/controllers/podset"
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+// Target is one controller of the suite.
+type Target struct {
+	Name string
+	Spec harness.Spec
+	// Property is the property a seeded bug must fail; empty for a
+	// correct controller, which must pass.
+	Property string
+	// MinSteps is the length of the shortest plan that reveals the bug:
+	// the shrunk plan may not be longer.
+	MinSteps int
+}
+
+// Correct reports whether the target must pass.
+func (t Target) Correct() bool { return t.Property == "" }
+
+// CRDs is the CRD folder the suite's Env needs, relative to the
+// repository's root.
+const CRDs = "testdata/crds"
+
+// TimeScale is the suite's cluster time per wall second: evictions come
+// 15 s after a node loss, crash-loop back-offs cap at 15 s.
+const TimeScale = 20
+
+// Targets are the suite's controllers, the correct one first.
+func Targets() []Target {
+	target := func(name string, newReconciler func() *podset.Reconciler, property string, minSteps int) Target {
+		return Target{Name: name, Spec: Spec(newReconciler), Property: property, MinSteps: minSteps}
+	}
+	return []Target{
+		target("podset", func() *podset.Reconciler { return &podset.Reconciler{} }, "", 0),
+		{Name: "deployment", Spec: DeploymentSpec()},
+		target("countsterminating", countsterminating.New, "converges", 1),
+		target("recreatescrashing", recreatescrashing.New, "bounded-backoff", 1),
+		target("nobackoff", nobackoff.New, "bounded-backoff", 2),
+		target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1),
+		target("statustimestamp", statustimestamp.New, "quiescent", 1),
+		target("defaultingfight", defaultingfight.New, "converges", 1),
+		target("stalecache", stalecache.New, "at-most-replicas", 2),
+		target("twostepcreate", twostepcreate.New, "at-most-replicas", 2),
+		target("swallowsconflict", swallowsconflict.New, "converges", 2),
+		target("nevershrinks", nevershrinks.New, "at-most-replicas", 1),
+	}
+}
+
+// Spec is podset.Spec with every fault of the catalog, and short settle
+// caps: a controller that never settles (a bug) must not make each step
+// wait out a long cap.
+func Spec(newReconciler func() *podset.Reconciler) harness.Spec {
+	spec := podset.Spec(newReconciler)
+	spec.Faults = append(faults.Default(), faults.ConflictingWriter(faults.ConflictOptions{}))
+	spec.Setup, spec.SettleCap = 10*time.Second, 3*time.Second
+	return spec
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+// bench runs the search on every target once per seed (1..seeds) and
+// prints, per seeded bug, how often it was caught by its property, the
+// time to the first failure and to the shrunk plan (median [min, max]) and
+// the shrunk plan's length against the known minimum; per correct target,
+// the checks per minute and the false alarms. Scenarios go to a scratch
+// folder: the suite's saved ones stay as they are.
+func bench(env *harness.Env, only string, seeds int) int {
+	scratch, err := os.MkdirTemp("", "kubeprop-bench-")
+	if err == nil {
+		defer os.RemoveAll(scratch)
+		err = os.Chdir(scratch)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 2
+	}
+	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(table, "controller\tseeds\tcaught as expected\tfirst failure\tshrunk plan\tshrunk steps (minimum)\tchecks/min\tfalse alarms\n")
+	code := 0
+	for _, target := range suite.Targets() {
+		if !strings.Contains(target.Name, only) {
+			continue
+		}
+		var found, shrunk []time.Duration
+		var lengths []int
+		caught, alarms := 0, 0
+		var spent time.Duration
+		for seed := 1; seed <= seeds; seed++ {
+			_ = flag.Set("rapid.seed", strconv.Itoa(seed))
+			fmt.Fprintf(os.Stderr, "bench: %s, seed %d ...\n", target.Name, seed)
+			start := time.Now()
+			f, err := harness.Find(env, target.Spec, "bench/"+target.Name)
+			spent += time.Since(start)
+			switch {
+			case err != nil:
+				fmt.Fprintf(os.Stderr, "bench: %s, seed %d: %v\n", target.Name, seed, err)
+				code = 1
+			case f == nil:
+			case target.Correct():
+				alarms++
+				fmt.Fprintf(os.Stderr, "bench: %s, seed %d: FALSE ALARM %s\n", target.Name, seed, f.Message)
+			default:
+				if f.Property == target.Property {
+					caught++
+				}
+				found, shrunk, lengths = append(found, f.FoundAfter), append(shrunk, f.ShrunkAfter), append(lengths, len(f.Plan))
+			}
+		}
+		if target.Correct() {
+			fmt.Fprintf(table, "%s\t%d\t-\t-\t-\t-\t%.1f\t%d\n", target.Name, seeds, float64(seeds*checks)/spent.Minutes(), alarms)
+			continue
+		}
+		fmt.Fprintf(table, "%s\t%d\t%d/%d (%s)\t%s\t%s\t%s (%d)\t-\t-\n", target.Name, seeds, caught, seeds, target.Property,
+			spread(found), spread(shrunk), lengthSpread(lengths), target.MinSteps)
+	}
+	_ = table.Flush()
+	return code
+}
+
+// spread prints median [min, max].
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Second) }
+	return fmt.Sprintf("%v [%v, %v]", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]))
+}
+
+func lengthSpread(ns []int) string {
+	if len(ns) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	return fmt.Sprintf("%d [%d, %d]", s[len(s)/2], s[0], s[len(s)-1])
+}

@@ -1,0 +1,109 @@
+// Command demo runs kubeprop's conformance suite on the bundled
+// controllers (controllers/suite) on the hollow cluster and prints a
+// table: for each controller, pass, or the property that failed with the
+// shrunk plan and the command that replays it. Scenarios go where the
+// suite's tests replay them, controllers/testdata/kubeprop/TestConformance/
+// <controller>/; HTML timelines to reports/.
+//
+// Run it from the repository's root: make demo. Flags: -only NAME,
+// -rapid.checks (plans per controller, default 20), -rapid.shrinktime,
+// -rapid.seed; -seeds N measures detection over N seeds instead (make
+// bench).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	_ "pgregory.net/rapid" // its -rapid.* flags
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+func main() {
+	only := flag.String("only", "", "run only the controllers whose name contains this")
+	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
+	_ = flag.Set("rapid.checks", "20")
+	_ = flag.Set("rapid.shrinktime", "60s")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(run(*only, *seeds))
+}
+
+func run(only string, seeds int) int {
+	env, err := harness.Start(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{suite.CRDs}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 2
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: stopping the hollow cluster:", err)
+		}
+	}()
+	if seeds > 0 {
+		return bench(env, only, seeds)
+	}
+	reports, err := filepath.Abs("reports")
+	if err == nil {
+		err = os.MkdirAll(reports, 0o755)
+	}
+	if err == nil {
+		// Scenarios are written relative to the suite's package.
+		err = os.Chdir("controllers")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 2
+	}
+	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
+	code := 0
+	for _, target := range suite.Targets() {
+		if !strings.Contains(target.Name, only) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
+		start := time.Now()
+		f, err := harness.Find(env, target.Spec, "TestConformance/"+target.Name)
+		expected := "pass"
+		if !target.Correct() {
+			expected = fmt.Sprintf("fail %s (≤ %d steps)", target.Property, target.MinSteps)
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(table, "%s\t%s\tERROR %v\t\t\t\t\n", target.Name, expected, err)
+			code = 1
+		case f == nil:
+			result := "pass"
+			if !target.Correct() {
+				result, code = "MISSED: passed", 1
+			}
+			fmt.Fprintf(table, "%s\t%s\t%s\t\t%v\t\t\n", target.Name, expected, result, time.Since(start).Round(time.Second))
+		default:
+			page := filepath.Join(reports, target.Name+".html")
+			if err := os.Rename(f.Page, page); err != nil {
+				page = f.Page
+			}
+			result := "fail " + f.Property
+			if f.Property != target.Property || len(f.Plan) > target.MinSteps {
+				result, code = "UNEXPECTED: "+result, 1
+			}
+			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n",
+				target.Name, expected, result, faults.FormatPlan(f.Plan),
+				f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, f.Scenario)
+			fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
+		}
+	}
+	_ = table.Flush()
+	return code
+}

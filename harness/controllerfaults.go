@@ -1,0 +1,346 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// UserAgentInjected is the user agent of the requests the harness refused
+// on the controller's behalf (APIErrors): they never reach the API server,
+// so the trace gets them from the harness instead of the audit log.
+const UserAgentInjected = "kubeprop-injected"
+
+// errCrashed is what every call of a controller instance killed by
+// CrashAfterWrite returns: a dead process gets no answers.
+var errCrashed = errors.New("the controller instance was killed by CrashAfterWrite")
+
+// controllerFaults are the faults that act on an in-process controller:
+// errors answered to its writes, a crash right after one of its writes, a
+// delayed or cut watch stream. One per case; every controller instance of
+// the case goes through it.
+type controllerFaults struct {
+	rec     *recorder
+	scheme  *runtime.Scheme
+	mapper  meta.RESTMapper
+	onCrash func() // starts the crashed controller's successor
+
+	mu         sync.Mutex
+	failErr    faults.APIError
+	failLeft   int       // writes still to refuse, in count mode
+	failUntil  time.Time // end of the window, in window mode
+	crashLeft  int       // writes until the crash; 0 when disarmed
+	watchDelay time.Duration
+	watchUntil time.Time
+	watches    map[*delayedBody]bool
+}
+
+func newControllerFaults(rec *recorder, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
+	return &controllerFaults{rec: rec, scheme: scheme, mapper: mapper, watches: map[*delayedBody]bool{}}
+}
+
+// instance is one start of the controller; a crash kills only it.
+type instance struct{ dead atomic.Bool }
+
+func (f *controllerFaults) failWrites(e faults.APIError, requests int, window time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failErr, f.failLeft, f.failUntil = e, requests, time.Time{}
+	if requests <= 0 {
+		f.failUntil = time.Now().Add(window)
+	}
+}
+
+func (f *controllerFaults) crashAfter(writes int) {
+	f.mu.Lock()
+	f.crashLeft = writes
+	f.mu.Unlock()
+}
+
+func (f *controllerFaults) delayWatches(delay, window time.Duration) {
+	f.mu.Lock()
+	f.watchDelay, f.watchUntil = delay, time.Now().Add(window)
+	f.mu.Unlock()
+}
+
+// dropWatches cuts every open watch of the controller; it reports whether
+// there was one.
+func (f *controllerFaults) dropWatches() bool {
+	f.mu.Lock()
+	open := make([]*delayedBody, 0, len(f.watches))
+	for b := range f.watches {
+		open = append(open, b)
+	}
+	f.mu.Unlock()
+	for _, b := range open {
+		b.cut()
+	}
+	return len(open) > 0
+}
+
+// heal ends every controller fault; delayed watch events are delivered.
+func (f *controllerFaults) heal() {
+	f.mu.Lock()
+	f.failLeft, f.failUntil, f.crashLeft, f.watchUntil = 0, time.Time{}, 0, time.Time{}
+	f.mu.Unlock()
+}
+
+// refusal returns the error to answer a write with, or nil to let it
+// through. A conflict answers only writes to an existing object.
+func (f *controllerFaults) refusal(verb string, gr schema.GroupResource, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.failErr == faults.Conflict && verb != "update" && verb != "patch":
+		return nil
+	case f.failLeft > 0:
+		f.failLeft--
+	case time.Now().Before(f.failUntil):
+	default:
+		return nil
+	}
+	switch f.failErr {
+	case faults.Conflict:
+		return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	case faults.TooManyRequests:
+		return apierrors.NewTooManyRequests("the server has received too many requests and has asked us to try again later", 1)
+	case faults.Timeout:
+		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
+	default:
+		return apierrors.NewInternalError(errors.New("an error injected by kubeprop"))
+	}
+}
+
+// wrote counts a write that went through; it reports whether the
+// controller dies of it.
+func (f *controllerFaults) wrote() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.crashLeft == 0 {
+		return false
+	}
+	f.crashLeft--
+	return f.crashLeft == 0
+}
+
+func (f *controllerFaults) watchDelayNow() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Now().Before(f.watchUntil) {
+		return f.watchDelay
+	}
+	return 0
+}
+
+// client wraps the client of one controller instance.
+func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.WithWatch {
+	write := func(verb, sub string, obj any, do func() error) error {
+		if inst.dead.Load() {
+			return errCrashed
+		}
+		gr, name := f.describe(obj)
+		if err := f.refusal(verb, gr, name); err != nil {
+			var status apierrors.APIStatus
+			errors.As(err, &status) // every refusal is an API status
+			code := int(status.Status().Code)
+			f.rec.injectedRequest(properties.Request{
+				At: time.Now(), User: UserController, UserAgent: UserAgentInjected,
+				Verb: verb, Resource: gr.Resource, Subresource: sub, Name: name, Code: code,
+			})
+			return err
+		}
+		err := do()
+		if err == nil && f.wrote() {
+			inst.dead.Store(true)
+			f.onCrash()
+		}
+		return err
+	}
+	read := func(do func() error) error {
+		if inst.dead.Load() {
+			return errCrashed
+		}
+		return do()
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return read(func() error { return c.Get(ctx, key, obj, opts...) })
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			return read(func() error { return c.List(ctx, list, opts...) })
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return write("create", "", obj, func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			return write("update", "", obj, func() error { return c.Update(ctx, obj, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return write("patch", "", obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			return write("patch", "", obj, func() error { return c.Apply(ctx, obj, opts...) })
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			return write("delete", "", obj, func() error { return c.Delete(ctx, obj, opts...) })
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			return write("deletecollection", "", obj, func() error { return c.DeleteAllOf(ctx, obj, opts...) })
+		},
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			return write("create", sub, obj, func() error { return c.SubResource(sub).Create(ctx, obj, subObj, opts...) })
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			return write("update", sub, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return write("patch", sub, obj, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			return write("patch", sub, obj, func() error { return c.SubResource(sub).Apply(ctx, obj, opts...) })
+		},
+	})
+}
+
+// describe names the resource and object a write is for.
+func (f *controllerFaults) describe(obj any) (schema.GroupResource, string) {
+	var gvk schema.GroupVersionKind
+	var name string
+	switch o := obj.(type) {
+	case client.Object:
+		gvk, _ = apiutil.GVKForObject(o, f.scheme)
+		name = o.GetName()
+	default:
+		// An apply configuration: its apiVersion, kind and name are fields.
+		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+			u := unstructured.Unstructured{Object: m}
+			gvk, name = u.GroupVersionKind(), u.GetName()
+		}
+	}
+	if m, err := f.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		return m.Resource.GroupResource(), name
+	}
+	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, name
+}
+
+// wrapTransport delays or cuts the watch streams of a controller's
+// connections (its informers'), leaving other requests alone.
+func (f *controllerFaults) wrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil || req.URL.Query().Get("watch") == "" || req.URL.Query().Get("watch") == "false" {
+			return resp, err
+		}
+		resp.Body = f.delayed(resp.Body)
+		return resp, nil
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// delayedBody passes a watch stream on, each chunk no sooner than the
+// watch delay in force after it arrived: order is kept, events are late.
+type delayedBody struct {
+	f       *controllerFaults
+	src     io.ReadCloser
+	out     *io.PipeReader
+	in      *io.PipeWriter
+	chunks  chan watchChunk
+	cutOnce sync.Once
+	cutCh   chan struct{}
+}
+
+type watchChunk struct {
+	at   time.Time
+	data []byte
+	err  error // the stream's end
+}
+
+func (f *controllerFaults) delayed(src io.ReadCloser) *delayedBody {
+	out, in := io.Pipe()
+	b := &delayedBody{f: f, src: src, out: out, in: in, chunks: make(chan watchChunk, 4096), cutCh: make(chan struct{})}
+	f.mu.Lock()
+	f.watches[b] = true
+	f.mu.Unlock()
+	go b.receive()
+	go b.deliver()
+	return b
+}
+
+func (b *delayedBody) receive() {
+	send := func(c watchChunk) bool {
+		select {
+		case b.chunks <- c:
+			return true
+		case <-b.cutCh:
+			return false
+		}
+	}
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := b.src.Read(buf)
+		if n > 0 && !send(watchChunk{at: time.Now(), data: buf[:n]}) {
+			return
+		}
+		if err != nil {
+			send(watchChunk{at: time.Now(), err: err})
+			return
+		}
+	}
+}
+
+func (b *delayedBody) deliver() {
+	for c := range b.chunks {
+		for time.Since(c.at) < b.f.watchDelayNow() {
+			select {
+			case <-b.cutCh:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if c.err != nil {
+			b.in.CloseWithError(c.err)
+			return
+		}
+		if _, err := b.in.Write(c.data); err != nil {
+			return
+		}
+	}
+}
+
+// cut ends the stream as a dropped connection does.
+func (b *delayedBody) cut() {
+	b.cutOnce.Do(func() {
+		close(b.cutCh)
+		b.in.CloseWithError(io.ErrUnexpectedEOF)
+		_ = b.src.Close()
+		b.f.mu.Lock()
+		delete(b.f.watches, b)
+		b.f.mu.Unlock()
+	})
+}
+
+func (b *delayedBody) Read(p []byte) (int, error) { return b.out.Read(p) }
+
+func (b *delayedBody) Close() error {
+	b.cut()
+	return b.out.Close()
+}

@@ -1,0 +1,88 @@
+package harness
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// watchServer streams one line, then a second after a pause, then ends.
+func watchServer(t *testing.T, pause time.Duration) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(pause):
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "second\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestWatchDelay(t *testing.T) {
+	f := newControllerFaults(newRecorder(1), nil, nil)
+	srv := watchServer(t, 0)
+	rt := f.wrapTransport(http.DefaultTransport)
+
+	// Not a watch: untouched.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods", nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	_, isDelayed := resp.Body.(*delayedBody)
+	require.False(t, isDelayed)
+	require.NoError(t, resp.Body.Close())
+
+	// A watch: its bytes come no sooner than the delay after they arrived,
+	// all of them and in order.
+	f.delayWatches(300*time.Millisecond, time.Minute)
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
+	start := time.Now()
+	resp, err = rt.RoundTrip(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "first\nsecond\n", string(body))
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.NoError(t, resp.Body.Close())
+
+	// The heal ends the delay, pending bytes included.
+	f.delayWatches(time.Hour, time.Hour)
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=1", nil)
+	resp, err = rt.RoundTrip(req)
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	f.heal()
+	body, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "first\nsecond\n", string(body))
+	require.NoError(t, resp.Body.Close())
+}
+
+func TestWatchDrop(t *testing.T) {
+	f := newControllerFaults(newRecorder(1), nil, nil)
+	srv := watchServer(t, time.Minute)
+	rt := f.wrapTransport(http.DefaultTransport)
+	require.False(t, f.dropWatches(), "no watch is open yet")
+
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	first := make([]byte, 6)
+	_, err = io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	require.Equal(t, "first\n", string(first))
+
+	require.True(t, f.dropWatches())
+	_, err = io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "a cut watch ends like a dropped connection")
+	require.NoError(t, resp.Body.Close())
+	require.False(t, f.dropWatches(), "a cut watch is forgotten")
+}
