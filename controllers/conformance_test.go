@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
@@ -16,14 +17,21 @@ import (
 	"github.com/kubeprop/kubeprop/harness"
 )
 
-var env *harness.Env
+var (
+	env *harness.Env
+	// userChecks: -rapid.checks (or RAPID_CHECKS) was given; otherwise a
+	// correct target gets 5 checks and a bug's search up to 20 plans.
+	userChecks bool
+)
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard()) // the client-go controller reports its errors through klog
 	flag.Parse()
 	// A case takes seconds: unless told otherwise, draw 5 plans per check
 	// and give shrinking 60 s.
-	if os.Getenv("RAPID_CHECKS") == "" && !flagSet("rapid.checks") {
+	userChecks = os.Getenv("RAPID_CHECKS") != "" || flagSet("rapid.checks")
+	if !userChecks {
 		_ = flag.Set("rapid.checks", "5")
 	}
 	if !flagSet("rapid.shrinktime") {
@@ -56,6 +64,10 @@ func TestConformance(t *testing.T) {
 				return
 			}
 			t.Chdir(t.TempDir()) // the scenario and timeline go there
+			if !userChecks {
+				_ = flag.Set("rapid.checks", "20")
+				defer func() { _ = flag.Set("rapid.checks", "5") }()
+			}
 			f, err := harness.Find(env, target.Spec, t.Name())
 			require.NoError(t, err)
 			require.NotNil(t, f, "the bug was not found in -rapid.checks plans")

@@ -2,11 +2,14 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -79,4 +82,34 @@ func TestControllerMisbehaviour(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.Failed())
 	require.Equal(t, "no-panics: the controller panicked: reconcile exploded", rep.Failures[0].Message)
+}
+
+func TestFuncControllerMisbehaviour(t *testing.T) {
+	ctx := context.Background()
+	plan := []faults.Step{faults.ControllerRestartStep{}}
+	spec := widgetSpec(false)
+	spec.Properties = []properties.Property{properties.NoPanics()}
+
+	spec.Controller = harness.Func(func(context.Context, *rest.Config) error { return errors.New("no kubeconfig") })
+	_, err := harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, "the controller did not start: no kubeconfig")
+
+	spec.Controller = harness.Func(func(context.Context, *rest.Config) error { panic("run exploded") })
+	_, err = harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, "the controller did not start: it panicked: run exploded")
+
+	// One that gives up in the middle of a case: a crash, reported.
+	spec.Controller = harness.Func(func(ctx context.Context, _ *rest.Config) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(700 * time.Millisecond): // past the start, within the case
+			return errors.New("lost my lease")
+		}
+	})
+	scale := func(n int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: n} }
+	rep, err := harness.Run(ctx, env, spec, []faults.Step{scale(2), scale(3), scale(4)})
+	require.NoError(t, err)
+	require.True(t, rep.Failed())
+	require.Equal(t, "no-panics: the controller panicked: the controller returned while the case went on: lost my lease", rep.Failures[0].Message)
 }

@@ -1,16 +1,21 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -343,4 +348,97 @@ func (b *delayedBody) Read(p []byte) (int, error) { return b.out.Read(p) }
 func (b *delayedBody) Close() error {
 	b.cut()
 	return b.out.Close()
+}
+
+// wrapWrites injects the write faults (API errors, the crash after a
+// write) at the HTTP level, for controllers whose client the harness does
+// not build: Func's. inst is the controller instance the connection is
+// for.
+func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if inst.dead.Load() {
+				return nil, errCrashed
+			}
+			verb := writeVerb(req)
+			if verb == "" {
+				return rt.RoundTrip(req)
+			}
+			gr, name, sub := resourceOf(req.URL.Path)
+			if verb == "delete" && name == "" {
+				verb = "deletecollection"
+			}
+			if err := f.refusal(verb, gr, name); err != nil {
+				var status apierrors.APIStatus
+				errors.As(err, &status) // every refusal is an API status
+				f.rec.injectedRequest(properties.Request{
+					At: time.Now(), User: UserController, UserAgent: UserAgentInjected,
+					Verb: verb, Resource: gr.Resource, Subresource: sub, Name: name, Code: int(status.Status().Code),
+				})
+				return statusResponse(req, status.Status()), nil
+			}
+			resp, err := rt.RoundTrip(req)
+			if err == nil && resp.StatusCode < 300 && f.wrote() {
+				inst.dead.Store(true)
+				f.onCrash()
+			}
+			return resp, err
+		})
+	}
+}
+
+// writeVerb is the API verb of a write request, or "" for a read.
+func writeVerb(req *http.Request) string {
+	switch req.Method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return ""
+}
+
+// resourceOf reads the resource, object name and subresource from an API
+// path: /api/v1/namespaces/ns/pods/name/status, /apis/g/v/res/name, ...
+func resourceOf(path string) (gr schema.GroupResource, name, sub string) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		gr.Group = parts[1]
+		parts = parts[3:]
+	default:
+		return gr, "", ""
+	}
+	// namespaces/NS/RESOURCE..., but not a namespace's own subresource.
+	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
+		parts = parts[2:]
+	}
+	if len(parts) > 0 {
+		gr.Resource = parts[0]
+	}
+	if len(parts) > 1 {
+		name = parts[1]
+	}
+	if len(parts) > 2 {
+		sub = parts[2]
+	}
+	return gr, name, sub
+}
+
+// statusResponse is the API server's answer with an error status.
+func statusResponse(req *http.Request, status metav1.Status) *http.Response {
+	status.APIVersion, status.Kind = "v1", "Status"
+	body, _ := json.Marshal(status)
+	return &http.Response{
+		StatusCode: int(status.Code), Status: fmt.Sprintf("%d %s", status.Code, http.StatusText(int(status.Code))),
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}
 }

@@ -86,3 +86,18 @@ func TestWatchDrop(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.False(t, f.dropWatches(), "a cut watch is forgotten")
 }
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string][3]string{
+		"/api/v1/namespaces/ns/pods":                                  {"/pods", "", ""},
+		"/api/v1/namespaces/ns/pods/web-1":                            {"/pods", "web-1", ""},
+		"/api/v1/namespaces/ns/pods/web-1/status":                     {"/pods", "web-1", "status"},
+		"/apis/apps.kubeprop.dev/v1/namespaces/ns/podsets/web/status": {"apps.kubeprop.dev/podsets", "web", "status"},
+		"/api/v1/nodes/n1":                                            {"/nodes", "n1", ""},
+		"/api/v1/namespaces/ns":                                       {"/namespaces", "ns", ""},
+		"/api/v1/namespaces/ns/finalize":                              {"/namespaces", "ns", "finalize"},
+	} {
+		gr, name, sub := resourceOf(path)
+		require.Equal(t, want, [3]string{gr.Group + "/" + gr.Resource, name, sub}, path)
+	}
+}

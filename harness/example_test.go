@@ -7,12 +7,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubeprop/kubeprop/faults"
-
 	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
 	"github.com/kubeprop/kubeprop/properties"
@@ -64,4 +64,41 @@ func ExampleCheck() {
 	var env *harness.Env // started in TestMain
 	harness.Check(t, env, spec)
 	harness.ReplayDir(t, env, spec, harness.ScenarioDir)
+}
+
+// A controller written on plain client-go: informers and a workqueue,
+// started from a rest.Config, returning when its context ends.
+func ExampleFunc() {
+	var t *testing.T // the test's
+	var env *harness.Env
+	spec := harness.Spec{
+		Controller: harness.Func(func(ctx context.Context, cfg *rest.Config) error {
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			_ = kube // start informers and workers here, e.g. sampleController(kube).Run(ctx)
+			<-ctx.Done()
+			return nil
+		}),
+		Fixtures:   func(ns string) []client.Object { return nil },
+		Properties: []properties.Property{properties.NoPanics()},
+	}
+	harness.Check(t, env, spec)
+}
+
+// Find is Check outside go test: a search that returns what it found, for
+// reports and benchmarks.
+func ExampleFind() {
+	var env *harness.Env
+	var spec harness.Spec
+	f, err := harness.Find(env, spec, "my-controller")
+	switch {
+	case err != nil:
+		fmt.Println(err)
+	case f == nil:
+		fmt.Println("every plan passed")
+	default:
+		fmt.Println(f.Message, faults.FormatPlan(f.Plan), f.Scenario)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // BackoffOptions configures BoundedBackoff. Zero values take the defaults,
@@ -36,8 +37,8 @@ type BackoffOptions struct {
 // streak of failed attempts at one object (reconciles that return an error
 // or ask for a requeue, or API requests refused), it makes no more attempts
 // than an exponential back-off from Base allows, it never waits longer
-// than Cap, and once the faults heal an object that was failing is tried
-// again within RecoverWithin. Replacing a failing pod (deleting a pod it
+// than Cap, and once the faults heal an object whose reconcile was failing
+// is reconciled again within RecoverWithin. Replacing a failing pod (deleting a pod it
 // controls whose containers crashed, or that failed) is a retry too: the
 // replacements of one owner's pods may come no faster than an exponential
 // back-off from ReplaceBase allows.
@@ -145,9 +146,10 @@ func budget(base time.Duration, slack int, span time.Duration) int {
 type target struct {
 	what     string
 	attempts []attempt
-	// mustRecover is false for a create of a generated name: each is a
-	// new object, and one that failed may rightly never be tried again
-	// when the desired state moved on.
+	// mustRecover is set for reconciles: a request that failed may rightly
+	// never be made again once the desired state moved on (the pod to
+	// delete is wanted again, the one to create is not), but the
+	// reconcile of an object must come back.
 	mustRecover bool
 	// replacements: the attempts are replacements of failing pods, which
 	// have no cap (a pod may fail again any time later).
@@ -166,6 +168,20 @@ func attemptsByTarget(tr *Trace) []target {
 		if w.GenerateName != "" {
 			generated[w.Name] = w.Object()
 		}
+	}
+	var pods map[string]*unstructured.Unstructured // each pod's last observed version
+	lastPods := func() map[string]*unstructured.Unstructured {
+		if pods == nil {
+			pods = map[string]*unstructured.Unstructured{}
+			for _, st := range tr.States {
+				for _, o := range st.Objects {
+					if o.GetKind() == "Pod" {
+						pods[o.GetName()] = o
+					}
+				}
+			}
+		}
+		return pods
 	}
 	add := func(key, what string, a attempt, mustRecover bool) int {
 		i, ok := index[key]
@@ -195,8 +211,8 @@ func attemptsByTarget(tr *Trace) []target {
 		}
 		// Deleting what is already gone reached the goal.
 		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
-		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed}, r.Name != "")
-		if owner := replacedFailingPod(tr, r); owner != "" {
+		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed}, false)
+		if owner := replacedFailingPod(tr, r, lastPods); owner != "" {
 			out[add("replacement of the failing pods of "+owner, "replacement of the failing pods of "+owner, attempt{at: r.At, failed: true}, false)].replacements = true
 		}
 	}
@@ -204,17 +220,14 @@ func attemptsByTarget(tr *Trace) []target {
 }
 
 // replacedFailingPod names the owner of the pod a request deleted, when
-// the pod was failing just before: a container of it had crashed, or it
-// had failed.
-func replacedFailingPod(tr *Trace, r Request) string {
+// the pod was failing: a container of it had crashed, or it had failed.
+// The pod's last observed version says so: the recorder may see the crash
+// after the controller did, but before the pod is gone.
+func replacedFailingPod(tr *Trace, r Request, lastPods func() map[string]*unstructured.Unstructured) string {
 	if r.Verb != "delete" || r.Resource != "pods" || r.Subresource != "" || r.Code >= 300 {
 		return ""
 	}
-	i := tr.stateAt(r.At)
-	if i < 0 {
-		return ""
-	}
-	u := tr.States[i].Get("Pod", r.Name)
+	u := lastPods()[r.Name]
 	if u == nil {
 		return ""
 	}

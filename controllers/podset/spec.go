@@ -19,16 +19,16 @@ import (
 
 // Spec is the conformance check of a PodSet controller: a PodSet of three
 // replicas under the default faults, with Properties. newReconciler gives
-// a fresh reconciler for every start of the controller.
+// a fresh reconciler for every start of the controller; with nil, set
+// Spec.Controller to another PodSet controller.
 func Spec(newReconciler func() *Reconciler) harness.Spec {
-	return harness.Spec{
-		Controller: harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+	spec := harness.Spec{Scheme: Scheme(), Fixtures: Fixtures, Properties: Properties()}
+	if newReconciler != nil {
+		spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
 			return newReconciler().SetupWithManager(mgr, opts)
-		}),
-		Scheme:     Scheme(),
-		Fixtures:   Fixtures,
-		Properties: Properties(),
+		})
 	}
+	return spec
 }
 
 // Scheme has the built-in kinds and PodSet.
@@ -65,7 +65,7 @@ func Fixtures(namespace string) []client.Object {
 func Properties() []properties.Property {
 	return []properties.Property{
 		properties.Always("at-most-replicas", AtMostReplicas),
-		properties.Converges("converges", Converged, 60*time.Second),
+		properties.Converges("converges", Converged, 30*time.Second),
 		properties.BoundedBackoff(properties.BackoffOptions{}),
 		properties.NoFightLoop(properties.FightOptions{}),
 		properties.Quiescent(properties.QuiesceOptions{Window: 2 * time.Second, Within: 20 * time.Second}),

@@ -37,7 +37,7 @@ func DeploymentSpec() harness.Spec {
 			faults.ReadinessFlap(), faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete()},
 		Properties: []properties.Property{
 			properties.Always("at-most-replicas-plus-surge", deploymentWithinSurge),
-			properties.Converges("converges", deploymentConverged, 60*time.Second),
+			properties.Converges("converges", deploymentConverged, 30*time.Second),
 			properties.NoFightLoop(properties.FightOptions{}),
 			properties.Quiescent(properties.QuiesceOptions{Window: 2 * time.Second, Within: 20 * time.Second}),
 		},

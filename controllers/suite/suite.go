@@ -7,6 +7,7 @@ package suite
 import (
 	"time"
 
+	"github.com/kubeprop/kubeprop/controllers/bugs/clientgonobackoff"
 	"github.com/kubeprop/kubeprop/controllers/bugs/countsterminating"
 	"github.com/kubeprop/kubeprop/controllers/bugs/defaultingfight"
 	"github.com/kubeprop/kubeprop/controllers/bugs/fightsreplicas"
@@ -17,6 +18,7 @@ import (
 	"github.com/kubeprop/kubeprop/controllers/bugs/statustimestamp"
 	"github.com/kubeprop/kubeprop/controllers/bugs/swallowsconflict"
 	"github.com/kubeprop/kubeprop/controllers/bugs/twostepcreate"
+	"github.com/kubeprop/kubeprop/controllers/clientgopodset"
 	"github.com/kubeprop/kubeprop/controllers/podset"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
@@ -63,6 +65,8 @@ func Targets() []Target {
 		target("twostepcreate", twostepcreate.New, "at-most-replicas", 2),
 		target("swallowsconflict", swallowsconflict.New, "converges", 2),
 		target("nevershrinks", nevershrinks.New, "at-most-replicas", 1),
+		{Name: "clientgo-podset", Spec: withFaults(clientgopodset.Spec(clientgopodset.Options{}))},
+		{Name: "clientgonobackoff", Spec: withFaults(clientgopodset.Spec(clientgonobackoff.Options())), Property: "bounded-backoff", MinSteps: 2},
 	}
 }
 
@@ -70,7 +74,10 @@ func Targets() []Target {
 // caps: a controller that never settles (a bug) must not make each step
 // wait out a long cap.
 func Spec(newReconciler func() *podset.Reconciler) harness.Spec {
-	spec := podset.Spec(newReconciler)
+	return withFaults(podset.Spec(newReconciler))
+}
+
+func withFaults(spec harness.Spec) harness.Spec {
 	spec.Faults = append(faults.Default(), faults.ConflictingWriter(faults.ConflictOptions{}))
 	spec.Setup, spec.SettleCap = 10*time.Second, 3*time.Second
 	return spec

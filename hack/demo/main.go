@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	_ "pgregory.net/rapid" // its -rapid.* flags
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,6 +37,7 @@ func main() {
 	_ = flag.Set("rapid.shrinktime", "60s")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
 	os.Exit(run(*only, *seeds))
 }
 

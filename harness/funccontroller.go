@@ -1,0 +1,81 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// funcStartGrace is how long a Func controller must keep running for the
+// harness to count it as started: one that fails at start-up returns
+// within it.
+const funcStartGrace = 500 * time.Millisecond
+
+// Func runs a controller written on plain client-go (informers and a
+// workqueue) in process. run receives a fresh context and a rest.Config
+// of the controller's user (UserController), and must return when the
+// context ends; it runs anew for every case and for ControllerRestart. The
+// harness sees its writes and retries through the audit log; the
+// Controller faults act on its connections (API errors and the crash after
+// a write on its requests, StaleWatch on its watches). A run that returns
+// on its own while the case goes on, or panics, is reported as a panic.
+func Func(run func(ctx context.Context, cfg *rest.Config) error) Controller {
+	return funcController{run: run}
+}
+
+type funcController struct {
+	run func(context.Context, *rest.Config) error
+}
+
+func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
+	c.inProcess.Store(true)
+	inst := &instance{}
+	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(c.ctlFaults.wrapTransport)
+	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := callRun(ctx, f.run, cfg)
+		// A run that ends before it is stopped is a crash of the
+		// controller, unless the instance was killed on purpose.
+		if ctx.Err() == nil && !inst.dead.Load() {
+			c.recorder.panicked(fmt.Sprintf("the controller returned while the case went on: %v", err))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("it returned nil at once")
+		}
+		return nil, fmt.Errorf("the controller did not start: %w", err)
+	case <-time.After(funcStartGrace):
+	}
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) && !inst.dead.Load() {
+				return fmt.Errorf("the controller ended with: %w", err)
+			}
+			return nil
+		case <-time.After(controllerStopTimeout):
+			return fmt.Errorf("the controller did not return within %v of its context ending: it must return when ctx is done", controllerStopTimeout)
+		}
+	}, nil
+}
+
+// callRun runs a Func controller, turning a panic into an error.
+func callRun(ctx context.Context, run func(context.Context, *rest.Config) error, cfg *rest.Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("it panicked: %v", r)
+		}
+	}()
+	return run(ctx, cfg)
+}
