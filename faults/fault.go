@@ -125,6 +125,9 @@ func Format(s Step) string {
 	v := reflect.ValueOf(s)
 	var fields []string
 	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("json") == "-" {
+			continue // not part of the step's value (a UserChange's name)
+		}
 		fields = append(fields, fmt.Sprintf("%s: %v", v.Type().Field(i).Name, v.Field(i).Interface()))
 	}
 	return s.Fault() + "{" + strings.Join(fields, ", ") + "}"

@@ -147,3 +147,26 @@ func TestApplyNamesByIndex(t *testing.T) {
 	require.True(t, errors.Is(StaleWatchStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.ErrorContains(t, APIErrorsStep{Error: "Teapot", Requests: 1}.Apply(ctx, &fakeTarget{}), `unknown error "Teapot"`)
 }
+
+func TestUserChange(t *testing.T) {
+	images := rapid.Custom(func(t *rapid.T) map[string]any {
+		return map[string]any{"spec": map[string]any{"image": rapid.SampledFrom([]string{"web:1", "web:2"}).Draw(t, "image")}}
+	})
+	f := UserChange("ImageChange", images)
+	known := append(Catalog(), f)
+	rapid.Check(t, func(rt *rapid.T) {
+		s := f.Steps(Config{Fixtures: 2}).Draw(rt, "step")
+		require.True(rt, IsUserChange(s))
+		require.Equal(rt, "ImageChange", s.Fault())
+		require.Regexp(rt, `^ImageChange\{Object: [01], Patch: \{"spec":\{"image":"web:[12]"\}\}\}$`, Format(s))
+		m, err := EncodeStep(s)
+		require.NoError(rt, err)
+		require.NotContains(rt, m, "name")
+		back, err := DecodeStep(m, known)
+		require.NoError(rt, err)
+		require.Equal(rt, s, back)
+	})
+	_, err := DecodeStep(map[string]any{"fault": "ImageChange", "object": 0, "patch": "{not json"}, known)
+	require.ErrorContains(t, err, "is not JSON")
+	require.True(t, errors.Is(UserChangeStep{Name: "ImageChange", Patch: "{}"}.Apply(context.Background(), &fakeTarget{}), ErrNoOp))
+}

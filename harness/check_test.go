@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,7 @@ func TestRunCorrectController(t *testing.T) {
 		faults.ConflictingWriterStep{Object: 0, Field: "spec.replicas", Value: 2, Rounds: 2},
 		faults.CrashLoopStep{Pod: 0, Starts: 3, ExitCode: 1},
 		faults.ReadinessFlapStep{Pod: 1},
+		faults.UserChangeStep{Name: "LabelChange", Object: 0, Patch: `{"metadata":{"labels":{"tier":"gold"}}}`},
 	}
 	rep, err := harness.Run(context.Background(), env, widgetSpec(false), plan)
 	require.NoError(t, err)
@@ -60,6 +62,9 @@ func TestRunCorrectController(t *testing.T) {
 	for _, m := range []string{"kubelet", harness.ManagerUser, faults.ConflictingWriterManager} {
 		require.True(t, managers[m], "no write by %s in %v", m, managers)
 	}
+	require.True(t, slices.ContainsFunc(rep.Trace.Writes, func(w properties.Write) bool {
+		return w.Manager == harness.ManagerUser && w.Field == "metadata.labels.tier" && w.Value == `"gold"`
+	}), "the user change was applied")
 	require.NotEmpty(t, rep.Trace.Reconciles, "the recording queue saw no reconcile")
 	require.NotEmpty(t, rep.Trace.Requests, "the audit log gave no request")
 	t.Logf("timeline:\n%s", strings.Join(rep.Timeline, "\n"))
