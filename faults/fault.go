@@ -53,7 +53,9 @@ type Target interface {
 	Children(ctx context.Context) ([]client.Object, error)
 	// Pods are the namespace's pods, sorted by name.
 	Pods(ctx context.Context) ([]corev1.Pod, error)
-	LoseNode(i int) error
+	// LoseNode loses the i-th node and returns once the cluster has
+	// reacted: the node tainted unreachable, its evictable pods evicted.
+	LoseNode(ctx context.Context, i int) error
 	RecoverNode(i int) error
 	KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error
 	// CrashLoop makes a container crash starts times (see CrashLoopStep).

@@ -70,7 +70,7 @@ func (f *fakeTarget) Pods(context.Context) ([]corev1.Pod, error) { return f.pods
 func (f *fakeTarget) Children(context.Context) ([]client.Object, error) {
 	return nil, nil
 }
-func (f *fakeTarget) LoseNode(i int) error {
+func (f *fakeTarget) LoseNode(_ context.Context, i int) error {
 	if f.lost[i] {
 		return noOp("node %d already lost", i)
 	}

@@ -8,14 +8,15 @@ import (
 
 // NodeLossStep makes a simulated node stop its heartbeats and status
 // writes. The real node lifecycle controller marks it Unknown and taints
-// it; the taint manager evicts its pods after the (scaled) toleration.
+// it; the taint manager evicts its pods after the (scaled) toleration. The
+// step lasts until the eviction: a node loss is what follows it.
 type NodeLossStep struct {
 	Node int `json:"node"`
 }
 
 func (NodeLossStep) Fault() string { return "NodeLoss" }
 
-func (s NodeLossStep) Apply(_ context.Context, t Target) error { return t.LoseNode(s.Node) }
+func (s NodeLossStep) Apply(ctx context.Context, t Target) error { return t.LoseNode(ctx, s.Node) }
 
 // NodeLoss is the node-loss fault.
 func NodeLoss() Fault { return nodeLoss{} }

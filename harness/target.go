@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -27,7 +28,7 @@ func (c *caseRun) node(i int) *kubelet.Node {
 	return c.nodes[((i%len(c.nodes))+len(c.nodes))%len(c.nodes)]
 }
 
-func (c *caseRun) LoseNode(i int) error {
+func (c *caseRun) LoseNode(ctx context.Context, i int) error {
 	n := c.node(i)
 	if n.Lost() {
 		return fmt.Errorf("%w: node %d is already lost", faults.ErrNoOp, i)
@@ -44,7 +45,61 @@ func (c *caseRun) LoseNode(i int) error {
 		return fmt.Errorf("%w: node %d is the last node up", faults.ErrNoOp, i)
 	}
 	n.Lose()
+	c.awaitEviction(ctx, n.Name())
 	return nil
+}
+
+// lossReaction is how long, in cluster time, the control plane takes to
+// evict a lost node's pods: the node monitor's 50 s grace period, then
+// the default 300 s unreachable toleration.
+const lossReaction = 350 * time.Second
+
+// awaitEviction waits until a lost node is tainted unreachable and its
+// evictable pods of the case are being deleted, with room for a loaded
+// machine. A node loss is what follows it: a case that healed before the
+// eviction would never see it. Not coming in time is not an error; the
+// properties judge what happened.
+func (c *caseRun) awaitEviction(ctx context.Context, node string) {
+	limit := c.env.WallDuration(lossReaction)*3/2 + 5*time.Second
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		if err := c.faultClient.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+			return false, nil
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeUnreachable && t.Effect == corev1.TaintEffectNoExecute
+		}) {
+			return false, nil
+		}
+		var pods corev1.PodList
+		if err := c.faultClient.List(ctx, &pods, client.InNamespace(c.namespace)); err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && evictable(&p) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		c.logf("the lost node's pods were not evicted within %v", limit)
+	}
+}
+
+// evictable reports whether the taint manager evicts a pod from an
+// unreachable node: it runs, and does not tolerate the taint forever.
+func evictable(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, t := range pod.Spec.Tolerations {
+		forever := t.TolerationSeconds == nil && (t.Effect == "" || t.Effect == corev1.TaintEffectNoExecute)
+		if forever && (t.Key == corev1.TaintNodeUnreachable || t.Key == "" && t.Operator == corev1.TolerationOpExists) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *caseRun) RecoverNode(i int) error {
