@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,7 +34,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 	fmt.Fprintf(table, "controller\tseeds\tcaught as expected\tfirst failure\tshrunk plan\tshrunk steps (minimum)\tchecks/min\tfalse alarms\n")
 	code := 0
 	for _, target := range suite.Targets() {
-		if !strings.Contains(target.Name, only) {
+		if !selected(target.Name, only) {
 			continue
 		}
 		var found, shrunk []time.Duration
@@ -46,7 +45,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 			_ = flag.Set("rapid.seed", strconv.Itoa(seed))
 			fmt.Fprintf(os.Stderr, "bench: %s, seed %d ...\n", target.Name, seed)
 			start := time.Now()
-			f, err := harness.Find(env, target.Spec, "bench/"+target.Name)
+			f, err := harness.Find(env, specOf(target), "bench/"+target.Name)
 			spent += time.Since(start)
 			switch {
 			case err != nil:

@@ -31,8 +31,9 @@ import (
 )
 
 func main() {
-	only := flag.String("only", "", "run only the controllers whose name contains this")
+	only := flag.String("only", "", "run only the controllers whose name contains this (a comma-separated list: any of these)")
 	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
+	flag.BoolVar(&focused, "focused", false, "search each bug with the faults that reveal it only, as go test does")
 	_ = flag.Set("rapid.checks", "20")
 	_ = flag.Set("rapid.shrinktime", "60s")
 	_ = flag.Set("rapid.nofailfile", "true") // the scenario files are the record
@@ -40,6 +41,17 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	os.Exit(run(*only, *seeds))
+}
+
+// focused: search the bugs with their revealing faults only.
+var focused bool
+
+// specOf is the Spec a target is searched with.
+func specOf(t suite.Target) harness.Spec {
+	if focused {
+		return t.Focused()
+	}
+	return t.Spec
 }
 
 func run(only string, seeds int) int {
@@ -72,12 +84,12 @@ func run(only string, seeds int) int {
 	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
 	code := 0
 	for _, target := range suite.Targets() {
-		if !strings.Contains(target.Name, only) {
+		if !selected(target.Name, only) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
 		start := time.Now()
-		f, err := harness.Find(env, target.Spec, "TestConformance/"+target.Name)
+		f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name)
 		expected := "pass"
 		if !target.Correct() {
 			expected = fmt.Sprintf("fail %s (≤ %d steps)", target.Property, target.MinSteps)
@@ -109,4 +121,15 @@ func run(only string, seeds int) int {
 	}
 	_ = table.Flush()
 	return code
+}
+
+// selected reports whether a target's name contains one of the
+// comma-separated parts of only.
+func selected(name, only string) bool {
+	for _, part := range strings.Split(only, ",") {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
 }
