@@ -71,6 +71,7 @@ func TestConformance(t *testing.T) {
 				_ = flag.Set("rapid.checks", "20")
 				defer func() { _ = flag.Set("rapid.checks", "5") }()
 			}
+			defer suite.AtLeastShrinkTime(target)()
 			f, err := harness.Find(env, spec, t.Name())
 			require.NoError(t, err)
 			require.NotNil(t, f, "the bug was not found in -rapid.checks plans")

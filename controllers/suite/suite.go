@@ -5,6 +5,7 @@
 package suite
 
 import (
+	"flag"
 	"slices"
 	"time"
 
@@ -38,6 +39,10 @@ type Target struct {
 	// Reveal names the faults that reveal the bug (with ScaleChange, the
 	// usual trigger): a focused search draws from them only.
 	Reveal []string
+	// ShrinkTime is the least shrink budget the bug needs to reach its
+	// minimal plan (a case that waits out an eviction and a convergence
+	// deadline takes most of a minute); zero leaves -rapid.shrinktime.
+	ShrinkTime time.Duration
 }
 
 // Focused returns the target's Spec drawing only from the faults in
@@ -75,7 +80,7 @@ func Targets() []Target {
 	return []Target{
 		target("podset", func() *podset.Reconciler { return &podset.Reconciler{} }, "", 0),
 		{Name: "deployment", Spec: DeploymentSpec()},
-		target("countsterminating", countsterminating.New, "converges", 1, "NodeLoss", "ScaleChange"),
+		slow(target("countsterminating", countsterminating.New, "converges", 1, "NodeLoss", "ScaleChange")),
 		target("recreatescrashing", recreatescrashing.New, "bounded-backoff", 1, "CrashLoop", "ScaleChange"),
 		target("nobackoff", nobackoff.New, "bounded-backoff", 2, "APIErrors", "ScaleChange"),
 		target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1, "ConflictingWriter", "ScaleChange"),
@@ -91,6 +96,13 @@ func Targets() []Target {
 	}
 }
 
+// slow gives a target whose failing cases take most of a minute a longer
+// shrink budget.
+func slow(t Target) Target {
+	t.ShrinkTime = 5 * time.Minute
+	return t
+}
+
 // Spec is podset.Spec with every fault of the catalog, and short settle
 // caps: a controller that never settles (a bug) must not make each step
 // wait out a long cap.
@@ -102,4 +114,18 @@ func withFaults(spec harness.Spec) harness.Spec {
 	spec.Faults = append(faults.Default(), faults.ConflictingWriter(faults.ConflictOptions{}))
 	spec.Setup, spec.SettleCap = 10*time.Second, 3*time.Second
 	return spec
+}
+
+// AtLeastShrinkTime raises -rapid.shrinktime to the target's ShrinkTime
+// for a search, and returns what puts the flag back.
+func AtLeastShrinkTime(t Target) (restore func()) {
+	f := flag.Lookup("rapid.shrinktime")
+	if f == nil {
+		return func() {}
+	}
+	old := f.Value.String()
+	if d, err := time.ParseDuration(old); err == nil && d < t.ShrinkTime {
+		_ = f.Value.Set(t.ShrinkTime.String())
+	}
+	return func() { _ = f.Value.Set(old) }
 }

@@ -213,12 +213,23 @@ func (c *Cluster) startControllerManager(ctx context.Context) (err error) {
 		"--node-monitor-grace-period="+c.scaled(50*time.Second).String(),
 		"--node-monitor-period="+c.scaled(5*time.Second).String(),
 		"--node-startup-grace-period="+c.scaled(60*time.Second).String(),
+		clientQPS, clientBurst,
 	)
 	return err
 }
 
+// The client rate limits of kube-controller-manager and kube-scheduler
+// (defaults 20 and 50 requests/s) are raised: cases share the control
+// plane, and a controller that churns thousands of pods in one case would
+// otherwise leave it throttled for minutes (binding, evicting and deleting
+// that case's debris) while the next case runs.
+const (
+	clientQPS   = "--kube-api-qps=500"
+	clientBurst = "--kube-api-burst=1000"
+)
+
 func (c *Cluster) startScheduler(ctx context.Context) (err error) {
-	c.sched, err = c.startComponent(ctx, binScheduler, UserScheduler)
+	c.sched, err = c.startComponent(ctx, binScheduler, UserScheduler, clientQPS, clientBurst)
 	return err
 }
 
