@@ -117,6 +117,12 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	if !rtb.Failed() || last == nil {
 		return nil, rtb.Failed()
 	}
+	// rapid's shrink passes spend cases on values as much as on steps, and
+	// a case takes seconds: a second budget goes to dropping steps one at
+	// a time, while the plan still fails the same way.
+	if smaller, at := dropSteps(env, spec, last, time.Now().Add(budget)); smaller != last {
+		last, lastAt = smaller, at
+	}
 	f := last.Failures[0]
 	finding = &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
 		FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
@@ -139,6 +145,28 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		t.Errorf("kubeprop: %v", err)
 	}
 	return finding, true
+}
+
+// dropSteps removes steps from a failing case's plan one at a time, keeping
+// each removal after which the same property still fails, until no single
+// step can go or the deadline passes. It returns the smallest failing
+// report and when it was found.
+func dropSteps(env *Env, spec Spec, rep *Report, deadline time.Time) (*Report, time.Time) {
+	at := time.Time{}
+	property := rep.Failures[0].Property
+	for i := 0; i < len(rep.Plan) && len(rep.Plan) > 1 && time.Now().Before(deadline); {
+		plan := append(append([]faults.Step{}, rep.Plan[:i]...), rep.Plan[i+1:]...)
+		smaller, err := Run(context.Background(), env, spec, plan)
+		if err == nil && smaller.Failed() && smaller.Failures[0].Property == property {
+			rep, at = smaller, time.Now()
+			continue // the same index is now the next step
+		}
+		i++
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return rep, at
 }
 
 // Find is Check outside a test: it draws plans, shrinks the first failure

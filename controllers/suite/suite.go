@@ -99,7 +99,7 @@ func Targets() []Target {
 // slow gives a target whose failing cases take most of a minute a longer
 // shrink budget.
 func slow(t Target) Target {
-	t.ShrinkTime = 5 * time.Minute
+	t.ShrinkTime = 2 * time.Minute
 	return t
 }
 
