@@ -71,14 +71,15 @@ func TestConformance(t *testing.T) {
 				_ = flag.Set("rapid.checks", "20")
 				defer func() { _ = flag.Set("rapid.checks", "5") }()
 			}
-			defer suite.AtLeastShrinkTime(target)()
+			defer suite.SearchBudget(target)()
 			f, err := harness.Find(env, spec, t.Name())
 			require.NoError(t, err)
 			require.NotNil(t, f, "the bug was not found in -rapid.checks plans")
 			t.Logf("%s: %s\nplan (shrunk from %d to %d steps): %s\nfound after %v, shrunk after %v",
 				f.Property, f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.FoundAfter, f.ShrunkAfter)
 			require.Equal(t, target.Property, f.Property, "the bug was caught by another property: %s", f.Message)
-			require.LessOrEqual(t, len(f.Plan), target.MinSteps, "not shrunk to the minimal plan: %s", faults.FormatPlan(f.Plan))
+			require.LessOrEqual(t, len(f.Plan), target.ExpectSteps, "not shrunk to %d steps (the minimum is %d): %s",
+				target.ExpectSteps, target.MinSteps, faults.FormatPlan(f.Plan))
 		})
 	}
 }

@@ -26,8 +26,9 @@ var replayFlag = flag.String("kubeprop.replay", os.Getenv("KUBEPROP_REPLAY"),
 const ScenarioDir = "testdata/kubeprop"
 
 // Check draws fault plans with rapid and runs each on env; a property
-// failure is shrunk to a minimal plan, printed with its timeline, saved as
-// a scenario file and given a replay command. rapid's flags apply
+// failure is shrunk to a minimal plan (rapid's passes, then steps dropped
+// one at a time, each within -rapid.shrinktime), printed with its
+// timeline, saved as a scenario file and given a replay command. rapid's flags apply
 // (-rapid.checks, -rapid.seed, -rapid.shrinktime, and their RAPID_*
 // twins). With -kubeprop.replay=FILE it replays that scenario instead.
 func Check(t TB, env *Env, spec Spec) {

@@ -45,7 +45,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 			_ = flag.Set("rapid.seed", strconv.Itoa(seed))
 			fmt.Fprintf(os.Stderr, "bench: %s, seed %d ...\n", target.Name, seed)
 			start := time.Now()
-			restore := suite.AtLeastShrinkTime(target)
+			restore := suite.SearchBudget(target)
 			f, err := harness.Find(env, specOf(target), "bench/"+target.Name)
 			restore()
 			spent += time.Since(start)
