@@ -5,7 +5,7 @@ K8S_VERSION  := v1.37.2
 ETCD_VERSION := v3.6.16
 BIN          := bin/k8s/$(K8S_VERSION)
 GO           ?= go
-TEST_FLAGS   ?= -race -count=1 -timeout 60m
+TEST_FLAGS   ?= -race -count=1 -timeout 80m
 
 # Kubernetes reads its version from these variables; an unset version makes
 # kube-apiserver report v0.0.0 and fail its compatibility-version checks.
