@@ -93,7 +93,11 @@ func Targets() []Target {
 		target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1, "ConflictingWriter", "ScaleChange"),
 		target("statustimestamp", statustimestamp.New, "quiescent", 1, "ScaleChange"),
 		target("defaultingfight", defaultingfight.New, "converges", 1, "ScaleChange"),
-		target("stalecache", stalecache.New, "at-most-replicas", 2, "StaleWatch", "ScaleChange"),
+		// The overshoot depends on a reconcile falling inside the watch
+		// delay: a removal that keeps the failure may still pass once, so
+		// the shrinker stops early now and then (2 steps in make demo, 4
+		// in one go test run).
+		expect(target("stalecache", stalecache.New, "at-most-replicas", 2, "StaleWatch", "ScaleChange"), 4, 0),
 		// The crash must fall between the two writes of one create: single
 		// steps dropped from a longer plan rarely keep that, and rapid's
 		// value shrinking (Writes: 3 to 1) needs more than the budget.
