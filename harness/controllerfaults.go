@@ -54,6 +54,9 @@ type controllerFaults struct {
 	watchDelay time.Duration
 	watchUntil time.Time
 	watches    map[*delayedBody]bool
+	// undelivered counts watch chunks held back: the controller has
+	// events coming, so it is not idle.
+	undelivered atomic.Int64
 }
 
 func newControllerFaults(rec *recorder, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
@@ -302,8 +305,12 @@ func (b *delayedBody) receive() {
 	for {
 		buf := make([]byte, 32<<10)
 		n, err := b.src.Read(buf)
-		if n > 0 && !send(watchChunk{at: time.Now(), data: buf[:n]}) {
-			return
+		if n > 0 {
+			b.f.undelivered.Add(1)
+			if !send(watchChunk{at: time.Now(), data: buf[:n]}) {
+				b.f.undelivered.Add(-1)
+				return
+			}
 		}
 		if err != nil {
 			send(watchChunk{at: time.Now(), err: err})
@@ -313,10 +320,26 @@ func (b *delayedBody) receive() {
 }
 
 func (b *delayedBody) deliver() {
+	// Chunks dropped with a cut stream are no longer coming.
+	defer func() {
+		for {
+			select {
+			case c := <-b.chunks:
+				if c.err == nil {
+					b.f.undelivered.Add(-1)
+				}
+			default:
+				return
+			}
+		}
+	}()
 	for c := range b.chunks {
 		for time.Since(c.at) < b.f.watchDelayNow() {
 			select {
 			case <-b.cutCh:
+				if c.err == nil {
+					b.f.undelivered.Add(-1)
+				}
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
@@ -325,7 +348,9 @@ func (b *delayedBody) deliver() {
 			b.in.CloseWithError(c.err)
 			return
 		}
-		if _, err := b.in.Write(c.data); err != nil {
+		_, err := b.in.Write(c.data)
+		b.f.undelivered.Add(-1)
+		if err != nil {
 			return
 		}
 	}

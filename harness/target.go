@@ -253,7 +253,9 @@ func (c *caseRun) Settle(ctx context.Context) error {
 
 func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, false, func(context.Context) (bool, error) {
-		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle(), nil
+		// A controller with watch events held back (StaleWatch) has work
+		// coming: it is not settled until they are delivered.
+		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle() && c.ctlFaults.undelivered.Load() == 0, nil
 	})
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
