@@ -429,16 +429,25 @@ func latestWriter(old, obj *unstructured.Unstructured) string {
 			before[managedEntryKey(e)] = true
 		}
 	}
-	best, bestTime := "(unknown)", time.Time{}
-	for _, e := range obj.GetManagedFields() {
-		if before[managedEntryKey(e)] {
+	if m := latestManager(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return !before[managedEntryKey(e)] }); m != "" {
+		return m
+	}
+	return "(unknown)"
+}
+
+// latestManager returns the manager of the most recent entry that match
+// accepts, or "" if none does.
+func latestManager(entries []metav1.ManagedFieldsEntry, match func(metav1.ManagedFieldsEntry) bool) string {
+	best, bestTime := "", time.Time{}
+	for _, e := range entries {
+		if !match(e) {
 			continue
 		}
 		var t time.Time
 		if e.Time != nil {
 			t = e.Time.Time
 		}
-		if best == "(unknown)" || !t.Before(bestTime) {
+		if best == "" || !t.Before(bestTime) {
 			best, bestTime = e.Manager, t
 		}
 	}
@@ -517,27 +526,10 @@ func listKey(items []any) string {
 // owner returns the manager whose managedFields entry holds the field at
 // path, the most recent one if several do; "" if none does.
 func owner(entries []metav1.ManagedFieldsEntry, path string) string {
-	best, bestTime := "", time.Time{}
-	for _, e := range entries {
-		if e.FieldsV1 == nil {
-			continue
-		}
+	return latestManager(entries, func(e metav1.ManagedFieldsEntry) bool {
 		var set map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
-			continue
-		}
-		if !fieldsHave(set, path) {
-			continue
-		}
-		var t time.Time
-		if e.Time != nil {
-			t = e.Time.Time
-		}
-		if best == "" || !t.Before(bestTime) {
-			best, bestTime = e.Manager, t
-		}
-	}
-	return best
+		return e.FieldsV1 != nil && json.Unmarshal(e.FieldsV1.Raw, &set) == nil && fieldsHave(set, path)
+	})
 }
 
 // fieldsHave reports whether a FieldsV1 set holds path, or a prefix of it
