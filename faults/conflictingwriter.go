@@ -3,8 +3,8 @@ package faults
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,25 +14,42 @@ import (
 // ConflictingWriterManager is the field manager of the conflicting writer.
 const ConflictingWriterManager = "kubeprop-conflicting-writer"
 
-// ConflictingWriterStep is another writer taking over an integer field of
-// the Object-th fixture with server-side apply, under a field manager of
-// its own: once (Rounds 1), or as a persistent co-owner that writes again
-// after each settle, Rounds times.
+// ConflictingWriterStep is another writer taking over a field of the
+// Object-th fixture (of the Pod-th pod that Selector matches, when set)
+// with server-side apply, under a field manager of its own: once (Rounds
+// 1), or as a persistent co-owner that writes again after each settle,
+// Rounds times. It writes Value, or Text when set.
 type ConflictingWriterStep struct {
-	Object int    `json:"object"`
-	Field  string `json:"field"`
-	Value  int64  `json:"value"`
-	Rounds int    `json:"rounds"`
+	Object   int    `json:"object"`
+	Field    string `json:"field"`
+	Value    int64  `json:"value"`
+	Rounds   int    `json:"rounds"`
+	Selector string `json:"selector,omitempty"`
+	Pod      int    `json:"pod,omitempty"`
+	Text     string `json:"text,omitempty"`
 }
 
 func (ConflictingWriterStep) Fault() string { return "ConflictingWriter" }
 
 func (s ConflictingWriterStep) Apply(ctx context.Context, t Target) error {
-	obj, err := fixture(t, s.Object)
-	if err != nil {
-		return err
+	var obj client.Object
+	if s.Selector != "" {
+		pod, err := podAt(ctx, t, s.Selector, s.Pod)
+		if err != nil {
+			return err
+		}
+		obj = &pod
+	} else {
+		var err error
+		if obj, err = fixture(t, s.Object); err != nil {
+			return err
+		}
 	}
 	gvk, err := apiutil.GVKForObject(obj, t.Client().Scheme())
+	if err != nil {
+		return fmt.Errorf("conflicting writer: %w", err)
+	}
+	names, err := fieldNames(s.Field)
 	if err != nil {
 		return fmt.Errorf("conflicting writer: %w", err)
 	}
@@ -40,7 +57,11 @@ func (s ConflictingWriterStep) Apply(ctx context.Context, t Target) error {
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(obj.GetNamespace())
 	u.SetName(obj.GetName())
-	if err := unstructured.SetNestedField(u.Object, s.Value, strings.Split(s.Field, ".")...); err != nil {
+	var value any = s.Value
+	if s.Text != "" {
+		value = s.Text
+	}
+	if err := unstructured.SetNestedField(u.Object, value, names...); err != nil {
 		return fmt.Errorf("conflicting writer: field %s: %w", s.Field, err)
 	}
 	for round := range max(1, s.Rounds) {
@@ -51,7 +72,10 @@ func (s ConflictingWriterStep) Apply(ctx context.Context, t Target) error {
 		}
 		err := t.Client().Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
 			client.FieldOwner(ConflictingWriterManager), client.ForceOwnership)
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err) && s.Selector != "":
+			return noOp("the pod is gone")
+		case err != nil:
 			return fmt.Errorf("conflicting writer: setting %s of %s: %w", s.Field, obj.GetName(), err)
 		}
 	}
@@ -69,6 +93,13 @@ type ConflictOptions struct {
 	// MaxRounds is the most rounds a persistent co-owner writes. Zero
 	// means 5.
 	MaxRounds int
+	// Values, when set, are the strings the writer writes (one drawn per
+	// step) instead of an integer: for labels and other string fields.
+	Values []string
+	// Pods, when set, is a label selector: the writer takes over the
+	// field of one of the matching pods instead of a fixture's, e.g.
+	// Field metadata.labels[app.kubernetes.io/name] of ray.io/node-type=worker.
+	Pods string
 }
 
 // ConflictingWriter is another field manager writing a field the
@@ -88,16 +119,30 @@ func ConflictingWriter(opts ConflictOptions) Fault {
 
 type conflictingWriter struct{ opts ConflictOptions }
 
+func (f conflictingWriter) Validate() error {
+	if _, err := fieldNames(f.opts.Field); err != nil {
+		return fmt.Errorf("%s: %w: server-side apply takes a list whole; take over a field outside lists", f.Name(), err)
+	}
+	return checkSelector(f.Name(), f.opts.Pods)
+}
+
 func (conflictingWriter) Name() string { return ConflictingWriterStep{}.Fault() }
 
 func (f conflictingWriter) Steps(c Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
-		return ConflictingWriterStep{
-			Object: intIn(t, 0, c.Fixtures-1, "object"),
-			Field:  f.opts.Field,
-			Value:  rapid.Int64Range(0, f.opts.Max).Draw(t, "value"),
-			Rounds: intIn(t, 1, f.opts.MaxRounds, "rounds"),
+		s := ConflictingWriterStep{Field: f.opts.Field, Selector: f.opts.Pods}
+		if f.opts.Pods != "" {
+			s.Pod = intIn(t, 0, 9, "pod")
+		} else {
+			s.Object = intIn(t, 0, c.Fixtures-1, "object")
 		}
+		if len(f.opts.Values) > 0 {
+			s.Text = rapid.SampledFrom(f.opts.Values).Draw(t, "text")
+		} else {
+			s.Value = rapid.Int64Range(0, f.opts.Max).Draw(t, "value")
+		}
+		s.Rounds = intIn(t, 1, f.opts.MaxRounds, "rounds")
+		return s
 	})
 }
 

@@ -19,7 +19,7 @@ type CrashLoopStep struct {
 func (CrashLoopStep) Fault() string { return "CrashLoop" }
 
 func (s CrashLoopStep) Apply(ctx context.Context, t Target) error {
-	p, err := podAt(ctx, t, s.Pod)
+	p, err := podAt(ctx, t, "", s.Pod)
 	if err != nil {
 		return err
 	}

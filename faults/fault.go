@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -33,6 +34,9 @@ type Fault interface {
 	// Decode reads a step's fields from a scenario file.
 	Decode(fields []byte) (Step, error)
 }
+
+// A Fault with options may also have a Validate() error method, which
+// harness.Spec's validation calls: bad options fail before the first case.
 
 // Config is the shape of a case that steps are drawn for.
 type Config struct {
@@ -94,7 +98,7 @@ func noOp(format string, args ...any) error {
 // process).
 func Default() []Fault {
 	return append([]Fault{
-		NodeLoss(), NodeRecover(), ContainerKill(), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
+		NodeLoss(), NodeRecover(), ContainerKill(ContainerKillOptions{}), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
 		ChildDelete(), ControllerRestart(),
 	}, Controller()...)
 }
@@ -127,8 +131,12 @@ func Format(s Step) string {
 	v := reflect.ValueOf(s)
 	var fields []string
 	for i := range v.NumField() {
-		if v.Type().Field(i).Tag.Get("json") == "-" {
+		tag := v.Type().Field(i).Tag.Get("json")
+		if tag == "-" {
 			continue // not part of the step's value (a UserChange's name)
+		}
+		if strings.HasSuffix(tag, ",omitempty") && v.Field(i).IsZero() {
+			continue // an option left unset
 		}
 		fields = append(fields, fmt.Sprintf("%s: %v", v.Type().Field(i).Name, v.Field(i).Interface()))
 	}
@@ -164,16 +172,35 @@ func fixture(t Target, i int) (client.Object, error) {
 }
 
 // podAt returns the i-th pod of the namespace (by name, modulo their
-// number), or an error wrapping ErrNoOp when there is none.
-func podAt(ctx context.Context, t Target, i int) (corev1.Pod, error) {
-	pods, err := t.Pods(ctx)
+// number) of those the label selector matches (all when empty), or an
+// error wrapping ErrNoOp when there is none.
+func podAt(ctx context.Context, t Target, selector string, i int) (corev1.Pod, error) {
+	all, err := t.Pods(ctx)
 	if err != nil {
 		return corev1.Pod{}, err
 	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return corev1.Pod{}, fmt.Errorf("pod selector %q: %w", selector, err)
+	}
+	var pods []corev1.Pod
+	for _, p := range all {
+		if sel.Matches(labels.Set(p.Labels)) {
+			pods = append(pods, p)
+		}
+	}
 	if len(pods) == 0 {
-		return corev1.Pod{}, noOp("no pod")
+		return corev1.Pod{}, noOp("no pod matches %q", selector)
 	}
 	return pods[nth(i, len(pods))], nil
+}
+
+// checkSelector reports a label selector that does not parse.
+func checkSelector(fault, selector string) error {
+	if _, err := labels.Parse(selector); err != nil {
+		return fmt.Errorf("%s: the pod selector %q: %w", fault, selector, err)
+	}
+	return nil
 }
 
 // nth returns i modulo n, for indices drawn before the count was known.

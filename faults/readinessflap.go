@@ -16,7 +16,7 @@ type ReadinessFlapStep struct {
 func (ReadinessFlapStep) Fault() string { return "ReadinessFlap" }
 
 func (s ReadinessFlapStep) Apply(ctx context.Context, t Target) error {
-	p, err := podAt(ctx, t, s.Pod)
+	p, err := podAt(ctx, t, "", s.Pod)
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,15 @@ package faults
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ScaleChangeStep is the user editing the desired state: it sets an
-// integer field (spec.replicas by default) of the Object-th fixture.
+// integer field (spec.replicas by default) of the Object-th fixture. The
+// field may index a list: spec.workerGroupSpecs[0].replicas.
 type ScaleChangeStep struct {
 	Object int    `json:"object"`
 	Field  string `json:"field"`
@@ -27,13 +28,12 @@ func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
 	if err != nil {
 		return err
 	}
-	patch := fmt.Sprintf("%d", s.Value)
-	path := strings.Split(s.Field, ".")
-	for i := len(path) - 1; i >= 0; i-- {
-		patch = fmt.Sprintf("{%q:%s}", path[i], patch)
+	patchType, patch, err := setFieldPatch(s.Field, s.Value)
+	if err != nil {
+		return fmt.Errorf("ScaleChange: %w", err)
 	}
 	target := obj.DeepCopyObject().(client.Object)
-	if err := t.UserClient().Patch(ctx, target, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+	if err := t.UserClient().Patch(ctx, target, client.RawPatch(types.PatchType(patchType), patch)); err != nil {
 		return fmt.Errorf("setting %s of %s to %d: %w", s.Field, obj.GetName(), s.Value, err)
 	}
 	return nil
@@ -41,7 +41,8 @@ func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
 
 // ScaleOptions configures ScaleChange. Zero values take the defaults.
 type ScaleOptions struct {
-	// Field is the integer field to set. Empty means spec.replicas.
+	// Field is the integer field to set, e.g. spec.workerGroupSpecs[0].replicas.
+	// Empty means spec.replicas.
 	Field string
 	// Max is the largest value drawn (from 0). Zero means 5.
 	Max int64
@@ -59,6 +60,13 @@ func ScaleChange(opts ScaleOptions) Fault {
 }
 
 type scaleChange struct{ opts ScaleOptions }
+
+func (f scaleChange) Validate() error {
+	if _, err := parseFieldPath(f.opts.Field); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
 
 func (scaleChange) Name() string { return ScaleChangeStep{}.Fault() }
 

@@ -100,6 +100,9 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		if err != nil {
 			rt.Fatalf("kubeprop: the harness failed: %v", err)
 		}
+		if spec.OnCase != nil {
+			spec.OnCase(rep)
+		}
 		if !rep.Failed() {
 			return
 		}
@@ -158,6 +161,9 @@ func dropSteps(env *Env, spec Spec, rep *Report, deadline time.Time) (*Report, t
 	for i := 0; i < len(rep.Plan) && len(rep.Plan) > 1 && time.Now().Before(deadline); {
 		plan := append(append([]faults.Step{}, rep.Plan[:i]...), rep.Plan[i+1:]...)
 		smaller, err := Run(context.Background(), env, spec, plan)
+		if err == nil && spec.OnCase != nil {
+			spec.OnCase(smaller)
+		}
 		if err == nil && smaller.Failed() && smaller.Failures[0].Property == property {
 			rep, at = smaller, time.Now()
 			continue // the same index is now the next step
@@ -181,6 +187,9 @@ func Find(env *Env, spec Spec, name string) (*Finding, error) {
 	}
 	if !testing.Testing() {
 		testingInit.Do(testing.Init) // rapid reads testing.Short
+		if !flag.Parsed() {
+			_ = flag.CommandLine.Parse(nil) // a program with flags of its own
+		}
 	}
 	tb := &headlessTB{name: name}
 	var f *Finding

@@ -132,7 +132,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	spec.Setup, spec.SettleCap = 3*time.Second, time.Second
 	spec.Properties[3] = properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 2 * time.Second})
 	// Node loss makes a case wait out the eviction; the bug shows without it.
-	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete(), faults.ContainerKill(), faults.ControllerRestart()}
+	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.ControllerRestart()}
 	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, spec) })
 	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
 	require.True(t, tb.Failed())

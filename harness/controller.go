@@ -67,7 +67,7 @@ type managerController struct {
 }
 
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
-	c.inProcess.Store(true)
+	c.reachable.Store(true)
 	inst := &instance{}
 	cfg := rest.CopyConfig(c.env.controllerConfig)
 	cfg.Wrap(c.ctlFaults.wrapTransport)

@@ -64,7 +64,10 @@ func newControllerFaults(rec *recorder, scheme *runtime.Scheme, mapper meta.REST
 }
 
 // instance is one start of the controller; a crash kills only it.
-type instance struct{ dead atomic.Bool }
+type instance struct {
+	dead atomic.Bool
+	kill func() // ends a controller process at its crash; nil in process
+}
 
 func (f *controllerFaults) failWrites(e faults.APIError, requests int, window time.Duration) {
 	f.mu.Lock()
@@ -377,7 +380,7 @@ func (b *delayedBody) Close() error {
 
 // wrapWrites injects the write faults (API errors, the crash after a
 // write) at the HTTP level, for controllers whose client the harness does
-// not build: Func's. inst is the controller instance the connection is
+// not build: Func's and Process's. inst is the controller instance the connection is
 // for.
 func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
@@ -405,6 +408,9 @@ func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) ht
 			resp, err := rt.RoundTrip(req)
 			if err == nil && resp.StatusCode < 300 && f.wrote() {
 				inst.dead.Store(true)
+				if inst.kill != nil {
+					inst.kill()
+				}
 				f.onCrash()
 			}
 			return resp, err

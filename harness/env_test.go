@@ -35,6 +35,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == widgetProcessArg {
+		os.Exit(runWidgetProcess(os.Args[2:]))
+	}
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	// A case takes seconds on the hollow cluster: unless told otherwise,
 	// draw 5 plans per check, not rapid's 100, and give shrinking 60 s.

@@ -87,6 +87,20 @@ func ExampleFunc() {
 	harness.Check(t, env, spec)
 }
 
+// A controller binary: any language, any framework. It connects with the
+// kubeconfig in $KUBECONFIG; ${KUBEPROP_NAMESPACE} in its arguments is the
+// case's namespace.
+func ExampleProcess() {
+	var t *testing.T // the test's
+	var env *harness.Env
+	spec := harness.Spec{
+		Controller: harness.Process("./bin/my-operator", "--watch-namespace=${KUBEPROP_NAMESPACE}", "--leader-elect=false"),
+		Fixtures:   func(ns string) []client.Object { return nil },
+		Properties: []properties.Property{properties.NoPanics()},
+	}
+	harness.Check(t, env, spec)
+}
+
 // Find is Check outside go test: a search that returns what it found, for
 // reports and benchmarks.
 func ExampleFind() {

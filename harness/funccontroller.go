@@ -31,7 +31,7 @@ type funcController struct {
 }
 
 func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
-	c.inProcess.Store(true)
+	c.reachable.Store(true)
 	inst := &instance{}
 	cfg := rest.CopyConfig(c.env.controllerConfig)
 	cfg.Wrap(c.ctlFaults.wrapTransport)

@@ -293,6 +293,14 @@ func (r *recorder) panicked(value any) {
 	r.mu.Unlock()
 }
 
+// exited records a controller process that ended on its own, as a panic
+// whose stack is the end of its output.
+func (r *recorder) exited(msg, output string) {
+	r.mu.Lock()
+	r.panics = append(r.panics, properties.Panic{At: time.Now(), Value: msg, Stack: output})
+	r.mu.Unlock()
+}
+
 // idle reports whether the controller has nothing to do right now: no
 // reconcile running and nothing queued.
 func (r *recorder) idle() bool {

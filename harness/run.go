@@ -68,7 +68,7 @@ type caseRun struct {
 
 	ctx       context.Context // the case's, for restarts after a crash
 	ctlFaults *controllerFaults
-	inProcess atomic.Bool // the controller runs in this process: controller faults apply
+	reachable atomic.Bool // the controller talks to the API server through the harness: controller faults apply
 
 	ctlMu          sync.Mutex // guards stopController and crashErr
 	stopController func() error

@@ -19,10 +19,14 @@ const ScenarioVersion = 1
 // Scenario is a saved plan: readable, editable, and replayed by Replay and
 // ReplayDir independently of rapid's bitstream.
 type Scenario struct {
-	Version int              `json:"version"`
-	Test    string           `json:"test,omitempty"`
-	Plan    []map[string]any `json:"plan"`
-	Expect  Expect           `json:"expect"`
+	Version int    `json:"version"`
+	Test    string `json:"test,omitempty"`
+	// Spec is the kubeprop run spec file the scenario was found with,
+	// relative to the scenario file: kubeprop replay reads it. Empty for
+	// a scenario of a go test.
+	Spec   string           `json:"spec,omitempty"`
+	Plan   []map[string]any `json:"plan"`
+	Expect Expect           `json:"expect"`
 }
 
 // Expect says what a replay must see.
@@ -51,6 +55,12 @@ func writeScenario(path string, s Scenario) error {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
 	return os.WriteFile(path, append([]byte(header), b...), 0o644)
+}
+
+// ReadScenario reads and checks a scenario file and decodes its plan with
+// the faults spec knows.
+func ReadScenario(path string, spec Spec) (Scenario, []faults.Step, error) {
+	return readScenario(path, spec.withDefaults().known())
 }
 
 // readScenario reads and checks a scenario file and decodes its plan.

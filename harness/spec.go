@@ -45,6 +45,9 @@ type Spec struct {
 	// Setup bounds the wait for the fixtures and the controller to settle
 	// before the first step. Zero means 30 s.
 	Setup time.Duration
+	// OnCase, when set, is called with the report of every case a search
+	// runs: progress for long searches.
+	OnCase func(*Report)
 }
 
 func (s Spec) withDefaults() Spec {
@@ -91,6 +94,14 @@ func (s Spec) validate() error {
 	}
 	if len(s.Faults) == 0 {
 		errs = append(errs, errors.New("Spec.Faults is empty: leave it nil for faults.Default(), or list faults"))
+	}
+	for _, f := range s.Faults {
+		// Faults with options check them here, not at the first drawn step.
+		if v, ok := f.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("Spec.Faults: %w", err))
+			}
+		}
 	}
 	names := map[string]bool{}
 	for _, p := range s.Properties {

@@ -201,17 +201,17 @@ func (c *caseRun) takeCrashErr() error {
 	return err
 }
 
-// errNotInProcess is the no-op of a controller fault on a controller that
-// does not run in this process.
-func (c *caseRun) errNotInProcess() error {
-	if c.inProcess.Load() {
+// errUnreachable is the no-op of a controller fault on a controller that
+// does not talk to the API server through the harness.
+func (c *caseRun) errUnreachable() error {
+	if c.reachable.Load() {
 		return nil
 	}
-	return fmt.Errorf("%w: the controller does not run in process", faults.ErrNoOp)
+	return fmt.Errorf("%w: the controller's requests do not go through the harness", faults.ErrNoOp)
 }
 
 func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Duration) error {
-	if err := c.errNotInProcess(); err != nil {
+	if err := c.errUnreachable(); err != nil {
 		return err
 	}
 	c.ctlFaults.failWrites(e, requests, window)
@@ -219,7 +219,7 @@ func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Durati
 }
 
 func (c *caseRun) CrashAfterWrites(writes int) error {
-	if err := c.errNotInProcess(); err != nil {
+	if err := c.errUnreachable(); err != nil {
 		return err
 	}
 	c.ctlFaults.crashAfter(writes)
@@ -227,7 +227,7 @@ func (c *caseRun) CrashAfterWrites(writes int) error {
 }
 
 func (c *caseRun) DelayWatches(delay, window time.Duration) error {
-	if err := c.errNotInProcess(); err != nil {
+	if err := c.errUnreachable(); err != nil {
 		return err
 	}
 	c.ctlFaults.delayWatches(delay, window)
@@ -235,7 +235,7 @@ func (c *caseRun) DelayWatches(delay, window time.Duration) error {
 }
 
 func (c *caseRun) DropWatches() error {
-	if err := c.errNotInProcess(); err != nil {
+	if err := c.errUnreachable(); err != nil {
 		return err
 	}
 	if !c.ctlFaults.dropWatches() {

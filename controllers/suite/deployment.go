@@ -33,7 +33,7 @@ func DeploymentSpec() harness.Spec {
 		Scheme:     scheme,
 		Fixtures:   deploymentFixtures,
 		Watch:      []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("ReplicaSet")},
-		Faults: []faults.Fault{faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(), faults.CrashLoop(),
+		Faults: []faults.Fault{faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
 			faults.ReadinessFlap(), faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete()},
 		Properties: []properties.Property{
 			properties.Always("at-most-replicas-plus-surge", deploymentWithinSurge),

@@ -36,6 +36,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("start failed:", err)
 		os.Exit(3)
 	}
+	// A controller binary as harness.Process starts one: its own process
+	// group, and the cluster's folder only in its environment.
+	controller := exec.Command("sleep", "600")
+	controller.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Dir(), "controller.kubeconfig"))
+	controller.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := controller.Start(); err != nil {
+		fmt.Println("start failed: the controller:", err)
+		os.Exit(3)
+	}
 	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(processesUnder(c.Dir())))
 	switch mode {
 	case "stop":
@@ -110,7 +119,7 @@ func TestNoLeakedProcesses(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, dir, "the helper printed no cluster folder")
-			require.Equal(t, 4, running, "etcd, kube-apiserver, kube-controller-manager and kube-scheduler should run")
+			require.Equal(t, 5, running, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a controller binary should run")
 			var stdout strings.Builder
 			copied := make(chan struct{})
 			go func() {

@@ -67,7 +67,8 @@ func runReaper(dir string, stdin io.Reader) {
 }
 
 // processesUnder returns the PIDs of the processes, other than this one,
-// whose command line names a file in dir. The separator keeps one cluster's
+// whose command line or environment names a file in dir (a controller
+// binary gets its kubeconfig there through KUBECONFIG). The separator keeps one cluster's
 // folder from matching another whose name it prefixes. It reads /proc, so
 // it finds nothing on systems without one.
 func processesUnder(dir string) []int {
@@ -83,8 +84,9 @@ func processesUnder(dir string) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, needle) {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if !bytes.Contains(cmdline, needle) && !bytes.Contains(environ, needle) {
 			continue
 		}
 		pids = append(pids, pid)

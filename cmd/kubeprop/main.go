@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/go-logr/logr"
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+// Exit codes.
+const (
+	exitPass     = 0 // every property held
+	exitFailed   = 1 // a property failed
+	exitBadInput = 2 // bad input, or the harness failed
+)
+
+const usage = `kubeprop tests a Kubernetes controller binary against a real control
+plane under randomized faults, and shrinks what breaks it to a minimal plan.
+
+Usage:
+  kubeprop run [flags] SPEC.yaml        search fault plans for a property failure
+  kubeprop replay [flags] SCENARIO.yaml  run a saved scenario again
+  kubeprop help [run|replay]            show help
+
+A spec file names the controller binary, its CRDs, the fixtures (YAML
+manifests), the faults with their options, and invariants as CEL
+expressions over each object of a kind:
+
+  controller:
+    command: ./bin/podset-controller      # relative to the spec file
+    args: ["--namespace=${KUBEPROP_NAMESPACE}"]
+  crds: [crds/]
+  fixtures: [podset.yaml]
+  faults:
+    - fault: NodeLoss
+    - fault: ContainerKill
+      selector: app=web
+    - fault: ScaleChange
+      field: spec.replicas
+      max: 4
+  invariants:
+    - name: ready
+      kind: PodSet
+      expression: object.status.readyReplicas == object.spec.replicas
+      within: 30s                         # converges; omit for "always"
+  properties: [bounded-backoff, no-fight-loop, quiescent, no-panics]
+
+The binary connects with the kubeconfig in $KUBECONFIG; the case's
+namespace is in $KUBEPROP_NAMESPACE. Progress goes to stderr, the verdict
+to stdout.
+
+Exit codes: 0 every property held, 1 a property failed, 2 bad input or a
+harness failure.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the whole command, for the tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBadInput
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(args[1:], stdout, stderr)
+	case "replay":
+		return replayCommand(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && (args[1] == "run" || args[1] == "replay") {
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return exitPass
+	default:
+		fmt.Fprintf(stderr, "kubeprop: unknown command %q; the commands are run, replay and help\n", args[0])
+		return exitBadInput
+	}
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kubeprop run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
+	seed := fs.Uint64("seed", 0, "rapid's seed, to repeat a search (0: random)")
+	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
+	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
+	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	l, err := loadSpec(fs.Arg(0))
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	n := *checks
+	if n == 0 {
+		n = l.checks
+	}
+	if n == 0 {
+		n = 20
+	}
+	_ = flag.Set("rapid.checks", strconv.Itoa(n))
+	_ = flag.Set("rapid.shrinktime", shrink.String())
+	_ = flag.Set("rapid.nofailfile", "true")
+	if *seed != 0 {
+		_ = flag.Set("rapid.seed", strconv.FormatUint(*seed, 10))
+	}
+	cases := atomic.Int64{}
+	started := time.Now()
+	l.spec.OnCase = func(rep *harness.Report) {
+		verdict := "pass"
+		if rep.Failed() {
+			verdict = "FAIL " + rep.Failures[0].Message
+		}
+		fmt.Fprintf(stderr, "kubeprop: case %d (%s): %s %s\n", cases.Add(1), time.Since(started).Round(time.Second), faults.FormatPlan(rep.Plan), verdict)
+		if *verbose {
+			fmt.Fprintf(stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
+		}
+	}
+	env, stop, err := startEnv(l, stderr)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	defer stop()
+	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
+	if *out == "" {
+		*out = filepath.Dir(fs.Arg(0))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return badInput(stderr, fmt.Errorf("-out: %w", err))
+	}
+	if err := os.Chdir(*out); err != nil {
+		return badInput(stderr, fmt.Errorf("-out: %w", err))
+	}
+	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s\n", n, l.path)
+	f, err := harness.Find(env, l.spec, name)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	if f == nil {
+		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
+		return exitPass
+	}
+	if err := pointAtSpec(f.Scenario, l.path, filepath.Join(*out, f.Scenario)); err != nil {
+		return badInput(stderr, err)
+	}
+	fmt.Fprintf(stdout, "FAIL %s: %s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
+		name, f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second),
+		filepath.Join(*out, f.Scenario), filepath.Join(*out, f.Page), filepath.Join(*out, f.Scenario))
+	return exitFailed
+}
+
+func replayCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kubeprop replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	specPath := fs.String("spec", "", "the spec file (default: the one the scenario names)")
+	verbose := fs.Bool("v", false, "print the case's timeline to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: kubeprop replay [flags] SCENARIO.yaml\n\nRuns the plan of a saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	path := fs.Arg(0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return badInput(stderr, fmt.Errorf("reading scenario: %w", err))
+	}
+	var s harness.Scenario
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return badInput(stderr, fmt.Errorf("scenario %s is malformed: %w", path, err))
+	}
+	if *specPath == "" {
+		if s.Spec == "" {
+			return badInput(stderr, fmt.Errorf("scenario %s names no spec file (it was written by go test: replay it with the go test command in its first line), or give -spec", path))
+		}
+		*specPath = filepath.Join(filepath.Dir(path), s.Spec)
+	}
+	l, err := loadSpec(*specPath)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	s, plan, err := harness.ReadScenario(path, l.spec)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	env, stop, err := startEnv(l, stderr)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	defer stop()
+	fmt.Fprintf(stderr, "kubeprop: replaying %s\n", faults.FormatPlan(plan))
+	rep, err := harness.Run(context.Background(), env, l.spec, plan)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	if *verbose {
+		fmt.Fprintf(stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
+	}
+	if !rep.Failed() {
+		fmt.Fprintf(stdout, "PASS every property held\n")
+		if s.Expect.Outcome == harness.OutcomeFail {
+			fmt.Fprintf(stdout, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
+		}
+		return exitPass
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintf(stdout, "FAIL %s\n", f.Message)
+	}
+	if s.Expect.Outcome == harness.OutcomeFail && rep.Failures[0].Property == s.Expect.Property {
+		fmt.Fprintf(stdout, "  reproduced, as the scenario expects\n")
+	}
+	return exitFailed
+}
+
+// parse parses a command's flags and its one file argument.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass, false
+		}
+		return exitBadInput, false
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "%s: give one file, got %d arguments\n", fs.Name(), fs.NArg())
+		fs.Usage()
+		return exitBadInput, false
+	}
+	return 0, true
+}
+
+func badInput(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "kubeprop: %v\n", err)
+	return exitBadInput
+}
+
+// startEnv starts the hollow cluster with the spec's CRDs. The cluster is
+// stopped by the returned func, and on SIGINT or SIGTERM before the
+// process exits: no etcd, API server or controller outlives kubeprop.
+func startEnv(l *loadedSpec, stderr io.Writer) (*harness.Env, func(), error) {
+	// The cluster's components and envtest log through klog and
+	// controller-runtime; kubeprop's own progress is what stderr shows.
+	klog.SetLogger(logr.Discard())
+	ctrllog.SetLogger(logr.Discard())
+	fmt.Fprintf(stderr, "kubeprop: starting the hollow cluster\n")
+	env, err := harness.Start(harness.EnvOptions{CRDDirectoryPaths: l.crds, TimeScale: l.file.TimeScale})
+	if err != nil {
+		return nil, nil, err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			fmt.Fprintf(stderr, "kubeprop: %v: stopping the cluster\n", s)
+			_ = env.Stop()
+			os.Exit(exitBadInput)
+		case <-done:
+		}
+	}()
+	return env, func() {
+		signal.Stop(sig)
+		close(done)
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(stderr, "kubeprop: stopping the cluster: %v\n", err)
+		}
+	}, nil
+}
+
+// pointAtSpec records the spec file in a scenario written by Find, so
+// that kubeprop replay finds the controller, and puts the replay command
+// in its header.
+func pointAtSpec(scenario, spec, shown string) error {
+	b, err := os.ReadFile(scenario)
+	if err != nil {
+		return err
+	}
+	var s harness.Scenario
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	absSpec, err := filepath.Abs(spec)
+	if err != nil {
+		return err
+	}
+	absDir, err := filepath.Abs(filepath.Dir(scenario))
+	if err != nil {
+		return err
+	}
+	if s.Spec, err = filepath.Rel(absDir, absSpec); err != nil {
+		return err
+	}
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# kubeprop scenario. Replay: kubeprop replay %s\n# Edit freely; set expect.outcome to pass once the bug is fixed.\n", shown)
+	return os.WriteFile(scenario, append([]byte(header), out...), 0o644)
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain builds the bundled controller binary the spec files run
+// (go build is incremental; make bins does the same).
+func TestMain(m *testing.M) {
+	build := exec.Command("go", "build", "-o", "../../bin/podset-controller", "../../controllers/clientgopodset/cmd/podset-controller")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building bin/podset-controller: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// kubeprop runs the command in process and returns its exit code, stdout
+// and stderr. It restores the working folder, which run changes.
+func kubeprop(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, os.Chdir(wd)) }()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	t.Logf("kubeprop %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	return code, stdout.String(), stderr.String()
+}
+
+// writeSpec writes a spec file that runs the bundled PodSet controller
+// binary, with extra appended, into a temporary folder.
+func writeSpec(t *testing.T, controller, extra string) string {
+	t.Helper()
+	repo, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	if controller == "" {
+		controller = fmt.Sprintf("controller:\n  command: %s/bin/podset-controller\n  args: [\"--namespace=${KUBEPROP_NAMESPACE}\"]\n", repo)
+	}
+	spec := controller + fmt.Sprintf("crds: [%s/testdata/crds/podsets.yaml]\nfixtures: [%s/testdata/podset/podset.yaml]\n", repo, repo) + extra
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(spec), 0o644))
+	return path
+}
+
+// TestBadSpecs: every kind of bad input is exit code 2 with an error that
+// names the problem and the fix, before any cluster starts.
+func TestBadSpecs(t *testing.T) {
+	cases := map[string]struct{ controller, extra, want string }{
+		"unknown fault":      {"", "faults: [{fault: NodeExplode}]\n", `faults[0]: unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete`},
+		"bad fault option":   {"", "faults: [{fault: ScaleChange, feild: spec.replicas}]\n", `faults[0] (ScaleChange): options: error unmarshaling JSON: while decoding JSON: json: unknown field "feild"`},
+		"option of none":     {"", "faults: [{fault: NodeLoss, node: 1}]\n", `faults[0] (NodeLoss): takes no options`},
+		"bad selector":       {"", "faults: [{fault: ContainerKill, selector: 'a in (b'}]\n", `ContainerKill: the pod selector "a in (b"`},
+		"invalid CEL":        {"", "invariants: [{name: ready, kind: PodSet, expression: 'object.status.readyReplicas =='}]\n", `invariant "ready": the expression is not valid CEL`},
+		"not a bool":         {"", "invariants: [{name: ready, kind: PodSet, expression: 'size(pods)'}]\n", `invariant "ready": the expression yields int; it must yield a bool`},
+		"missing field":      {"", "invariants: [{name: ready, kind: PodSet, expression: 'object.status.readyReplicsa == object.spec.replicas'}]\n", `invariant "ready": object.status.readyReplicsa: PodSet has no field "readyReplicsa" under status (it has: conditions, lastReconcileTime, observedGeneration, readyReplicas, replicas); fix the expression`},
+		"bad within":         {"", "invariants: [{name: ready, kind: PodSet, within: soon, expression: 'true'}]\n", `invariant "ready": within is "soon"; give a duration such as 60s`},
+		"unknown property":   {"", "properties: [eventually-fine]\n", `unknown property "eventually-fine"; the built-in ones are bounded-backoff, no-fight-loop, no-panics, quiescent`},
+		"unknown key":        {"", "invariant: []\n", `is malformed: error unmarshaling JSON: while decoding JSON: json: unknown field "invariant"`},
+		"missing binary":     {"controller: {command: ./bin/no-such-controller}\n", "", `controller.command`},
+		"binary not on PATH": {"controller: {command: no-such-controller}\n", "", `controller.command "no-such-controller" is not on PATH: give its path`},
+		"no controller":      {"controller: {}\n", "", `controller.command is empty`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := kubeprop(t, "run", writeSpec(t, c.controller, c.extra))
+			require.Equal(t, exitBadInput, code)
+			require.Contains(t, stderr, c.want)
+			require.NotContains(t, stderr, "starting the hollow cluster", "bad input is found before the cluster starts")
+		})
+	}
+
+	code, _, stderr := kubeprop(t, "run", "no-such-spec.yaml")
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "reading the spec: open no-such-spec.yaml: no such file or directory")
+	code, _, stderr = kubeprop(t, "explode")
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, `unknown command "explode"; the commands are run, replay and help`)
+	code, stdout, _ := kubeprop(t, "help")
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stdout, "Exit codes: 0 every property held, 1 a property failed, 2 bad input")
+	code, _, stderr = kubeprop(t, "run", "-h")
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stderr, "Usage: kubeprop run [flags] SPEC.yaml")
+}
+
+// TestBadBinaries: a binary that exits at once and one that never
+// connects are exit code 2, with the reason.
+func TestBadBinaries(t *testing.T) {
+	code, _, stderr := kubeprop(t, "run", "-checks", "1", "-out", t.TempDir(),
+		writeSpec(t, "controller: {command: sh, args: [-c, 'echo no config for me >&2; exit 3']}\n", ""))
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "the controller did not start: the binary exited at once (exit status 3)")
+	require.Contains(t, stderr, "no config for me")
+
+	code, _, stderr = kubeprop(t, "run", "-checks", "1", "-out", t.TempDir(),
+		writeSpec(t, "controller: {command: sleep, args: ['600']}\n", "setup: 3s\n"))
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "the binary made no request to the API server within 3s: it must connect with the kubeconfig in $KUBECONFIG")
+}
+
+// TestRunAndReplay runs the README's spec files: the bundled client-go
+// PodSet controller passes; its seeded-bug twin fails bounded-backoff,
+// and its scenario replays with the same failure.
+func TestRunAndReplay(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, _ := kubeprop(t, "run", "-checks", "3", "-out", out, "../../testdata/podset/spec.yaml")
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stdout, "PASS spec: every property held on 3 plans")
+
+	code, stdout, _ = kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "../../testdata/podset/nobackoff.yaml")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stdout, "FAIL nobackoff: bounded-backoff: ")
+	scenarios, err := filepath.Glob(filepath.Join(out, "testdata/kubeprop/nobackoff/bounded-backoff-*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, scenarios, 1)
+
+	// The new scenario, and the one the README replays.
+	for _, s := range append(scenarios, "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml") {
+		code, stdout, _ = kubeprop(t, "replay", s)
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stdout, "FAIL bounded-backoff: ")
+		require.Contains(t, stdout, "reproduced, as the scenario expects")
+	}
+}
+
+// TestRayOperator replays the finding on KubeRay's ray-operator v1.5.0
+// (testdata/kuberay): a worker pod relabeled out of its group by another
+// writer is replaced but never removed, and the RayCluster's status counts
+// it as a ready worker forever.
+func TestRayOperator(t *testing.T) {
+	if _, err := os.Stat("../../bin/kuberay/v1.5.0/ray-operator"); err != nil {
+		t.Fatalf("the ray-operator binary is missing (%v): run make bins, which builds it into bin/kuberay/v1.5.0", err)
+	}
+	code, stdout, _ := kubeprop(t, "replay", "../../testdata/kuberay/testdata/kubeprop/raycluster/status-converges-1.yaml")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stdout, "FAIL status-converges: ")
+	require.Contains(t, stdout, "object.status.readyWorkerReplicas = 3, object.spec.workerGroupSpecs[0].replicas = 2")
+	require.Contains(t, stdout, "reproduced, as the scenario expects")
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// SpecFile is what kubeprop run reads: the controller binary, its CRDs,
+// the fixtures, the faults with their options, and the invariants.
+// Paths are relative to the spec file.
+type SpecFile struct {
+	Controller struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args,omitempty"`
+	} `json:"controller"`
+	CRDs       []string                  `json:"crds,omitempty"`
+	Fixtures   []string                  `json:"fixtures"`
+	Watch      []schema.GroupVersionKind `json:"watch,omitempty"`
+	Faults     []map[string]any          `json:"faults,omitempty"`
+	Invariants []Invariant               `json:"invariants,omitempty"`
+	Properties []string                  `json:"properties,omitempty"`
+	Nodes      int                       `json:"nodes,omitempty"`
+	MaxSteps   int                       `json:"maxSteps,omitempty"`
+	TimeScale  float64                   `json:"timeScale,omitempty"`
+	Setup      string                    `json:"setup,omitempty"`
+	Checks     int                       `json:"checks,omitempty"`
+}
+
+// builtinProperties are the general properties a spec file may name, with
+// their default options.
+var builtinProperties = map[string]func() properties.Property{
+	"bounded-backoff": func() properties.Property { return properties.BoundedBackoff(properties.BackoffOptions{}) },
+	"no-fight-loop":   func() properties.Property { return properties.NoFightLoop(properties.FightOptions{}) },
+	"quiescent":       func() properties.Property { return properties.Quiescent(properties.QuiesceOptions{}) },
+	"no-panics":       properties.NoPanics,
+}
+
+// faultMakers build each fault a spec file may name from its options.
+var faultMakers = map[string]func(opts []byte) (faults.Fault, error){
+	"NodeLoss":          plain(faults.NodeLoss),
+	"NodeRecover":       plain(faults.NodeRecover),
+	"ContainerKill":     withOptions(faults.ContainerKill),
+	"CrashLoop":         plain(faults.CrashLoop),
+	"ReadinessFlap":     plain(faults.ReadinessFlap),
+	"ScaleChange":       withOptions(faults.ScaleChange),
+	"ChildDelete":       plain(faults.ChildDelete),
+	"ControllerRestart": plain(faults.ControllerRestart),
+	"APIErrors":         plain(faults.APIErrors),
+	"CrashAfterWrite":   plain(faults.CrashAfterWrite),
+	"StaleWatch":        plain(faults.StaleWatch),
+	"ConflictingWriter": withOptions(faults.ConflictingWriter),
+}
+
+func plain(mk func() faults.Fault) func([]byte) (faults.Fault, error) {
+	return func(opts []byte) (faults.Fault, error) {
+		if string(opts) != "{}" {
+			return nil, fmt.Errorf("takes no options, got %s", opts)
+		}
+		return mk(), nil
+	}
+}
+
+func withOptions[O any](mk func(O) faults.Fault) func([]byte) (faults.Fault, error) {
+	return func(b []byte) (faults.Fault, error) {
+		var opts O
+		if err := yaml.UnmarshalStrict(b, &opts); err != nil {
+			return nil, fmt.Errorf("options: %w", err)
+		}
+		return mk(opts), nil
+	}
+}
+
+// loadedSpec is a spec file made ready to run.
+type loadedSpec struct {
+	path   string
+	file   SpecFile
+	spec   harness.Spec
+	crds   []string
+	checks int
+}
+
+// loadSpec reads and checks a spec file; every error is bad input.
+func loadSpec(path string) (*loadedSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the spec: %w", err)
+	}
+	var f SpecFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return nil, fmt.Errorf("the spec %s is malformed: %w", path, err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	// Paths are kept absolute: run works in its -out folder.
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	l := &loadedSpec{path: filepath.Join(dir, filepath.Base(path)), file: f, checks: f.Checks}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	// The controller.
+	cmd := f.Controller.Command
+	switch {
+	case cmd == "":
+		bad("controller.command is empty: give the controller binary, e.g. command: ./bin/my-operator")
+	case strings.ContainsRune(cmd, filepath.Separator):
+		cmd = rel(cmd)
+		if _, err := exec.LookPath(cmd); err != nil {
+			bad("controller.command %s: %v; build it first (for the bundled ones: make bins)", cmd, err)
+		}
+	default:
+		if _, err := exec.LookPath(cmd); err != nil {
+			bad("controller.command %q is not on PATH: give its path", cmd)
+		}
+	}
+	l.spec.Controller = harness.Process(cmd, f.Controller.Args...)
+
+	// CRDs, for the cluster and the invariants' field checks.
+	for _, c := range f.CRDs {
+		l.crds = append(l.crds, rel(c))
+	}
+	schemas, err := crdSchemas(l.crds)
+	if err != nil {
+		bad("%v: check the crds paths", err)
+	}
+
+	// Fixtures.
+	var fixtures []client.Object
+	if len(f.Fixtures) == 0 {
+		bad("fixtures is empty: list the YAML manifests of the objects the controller acts on")
+	}
+	for _, fx := range f.Fixtures {
+		objs, err := readManifests(rel(fx))
+		if err != nil {
+			bad("fixtures: %v", err)
+		}
+		for _, o := range objs {
+			fixtures = append(fixtures, o)
+		}
+	}
+	l.spec.Fixtures = func(ns string) []client.Object {
+		out := make([]client.Object, len(fixtures))
+		for i, o := range fixtures {
+			c := o.DeepCopyObject().(client.Object)
+			c.SetNamespace(ns)
+			out[i] = c
+		}
+		return out
+	}
+	l.spec.Watch = f.Watch
+
+	// Faults.
+	for i, entry := range f.Faults {
+		name, _ := entry["fault"].(string)
+		mk, ok := faultMakers[name]
+		if !ok {
+			bad("faults[%d]: unknown fault %q; the known faults are %s", i, name, strings.Join(knownFaults(), ", "))
+			continue
+		}
+		opts := map[string]any{}
+		for k, v := range entry {
+			if k != "fault" {
+				opts[k] = v
+			}
+		}
+		raw, _ := json.Marshal(opts)
+		fault, err := mk(raw)
+		if err != nil {
+			bad("faults[%d] (%s): %v", i, name, err)
+			continue
+		}
+		if v, ok := fault.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				bad("faults[%d]: %v", i, err)
+				continue
+			}
+		}
+		l.spec.Faults = append(l.spec.Faults, fault)
+	}
+
+	// Properties: the invariants, then the general ones.
+	env, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("the CEL environment: %w", err)
+	}
+	for _, inv := range f.Invariants {
+		p, err := inv.property(env, schemas[inv.Kind])
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		l.spec.Properties = append(l.spec.Properties, p)
+	}
+	names := f.Properties
+	if names == nil {
+		names = slices.Sorted(maps.Keys(builtinProperties))
+	}
+	for _, n := range names {
+		mk, ok := builtinProperties[n]
+		if !ok {
+			bad("properties: unknown property %q; the built-in ones are %s (write your own as invariants)", n, strings.Join(slices.Sorted(maps.Keys(builtinProperties)), ", "))
+			continue
+		}
+		l.spec.Properties = append(l.spec.Properties, mk())
+	}
+
+	l.spec.Nodes, l.spec.MaxSteps = f.Nodes, f.MaxSteps
+	if f.Setup != "" {
+		if l.spec.Setup, err = time.ParseDuration(f.Setup); err != nil {
+			bad("setup is %q: give a duration such as 60s", f.Setup)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the spec %s: %w", path, errors.Join(errs...))
+	}
+	return l, nil
+}
+
+func knownFaults() []string { return slices.Sorted(maps.Keys(faultMakers)) }

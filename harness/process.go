@@ -1,0 +1,286 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// processStartGrace is how long a controller binary must keep running
+// after its first request to count as started.
+const processStartGrace = time.Second
+
+// Process runs a controller binary: any language, any framework, started
+// anew for every case and for ControllerRestart (SIGTERM, then a fresh
+// start), SIGKILLed for CrashAfterWrite. It gets a kubeconfig in KUBECONFIG
+// whose server is a loopback proxy of the harness in front of the API
+// server, so its requests reach the API server as UserController (the
+// audit log attributes them by that user and the binary's user agent) and
+// the Controller faults act on them as on an in-process controller's.
+// The case's namespace is in KUBEPROP_NAMESPACE and the kubeconfig's
+// context. In args, ${KUBECONFIG} and ${KUBEPROP_NAMESPACE} are replaced
+// by them, e.g. Process("./operator", "--watch-namespace=${KUBEPROP_NAMESPACE}").
+// Its output goes to controller-<namespace>.log in the cluster's folder;
+// the last lines are in the errors. A binary that exits while the case
+// goes on is reported as a panic (NoPanics).
+func Process(cmd string, args ...string) Controller {
+	return processController{path: cmd, args: args}
+}
+
+type processController struct {
+	path string
+	args []string
+}
+
+func (p processController) start(ctx context.Context, c *caseRun) (func() error, error) {
+	path, err := exec.LookPath(p.path)
+	if err != nil {
+		return nil, fmt.Errorf("the controller binary %q: %w; build it first, or give its path", p.path, err)
+	}
+	c.reachable.Store(true)
+	inst := &instance{}
+	proxy, err := startProxy(c, inst)
+	if err != nil {
+		return nil, err
+	}
+	dir := c.env.Cluster.Dir()
+	kubeconfig := filepath.Join(dir, fmt.Sprintf("controller-%s-%d.kubeconfig", c.namespace, caseSeq.Add(1)))
+	if err := writeProxyKubeconfig(kubeconfig, proxy.url, c.namespace); err != nil {
+		proxy.close()
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
+	proc, err := startProcess(path, expandArgs(p.args, kubeconfig, c.namespace), logPath,
+		"KUBECONFIG="+kubeconfig, "KUBEPROP_NAMESPACE="+c.namespace)
+	if err != nil {
+		proxy.close()
+		return nil, err
+	}
+	inst.kill = proc.kill
+	stopping := &atomic.Bool{}
+	go func() {
+		<-proc.done
+		if !stopping.Load() && !inst.dead.Load() {
+			c.recorder.exited(fmt.Sprintf("the controller process exited while the case went on: %v", proc.err), proc.tail())
+		}
+	}()
+	stop := func() error {
+		stopping.Store(true)
+		defer os.Remove(kubeconfig)
+		defer proxy.close()
+		if err := proc.stop(controllerStopTimeout); err != nil {
+			return fmt.Errorf("the controller process did not stop within %v of SIGTERM and was killed; last lines of %s:\n%s", controllerStopTimeout, logPath, proc.tail())
+		}
+		return nil
+	}
+	if err := proc.awaitStart(ctx, proxy, c.spec.Setup); err != nil {
+		return nil, errors.Join(fmt.Errorf("the controller did not start: %w; last lines of %s:\n%s", err, logPath, proc.tail()), stop())
+	}
+	return stop, nil
+}
+
+// expandArgs replaces ${KUBECONFIG} and ${KUBEPROP_NAMESPACE} in args.
+func expandArgs(args []string, kubeconfig, namespace string) []string {
+	r := strings.NewReplacer("${KUBECONFIG}", kubeconfig, "${KUBEPROP_NAMESPACE}", namespace)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// controllerProxy is the controller binary's API server: it forwards every
+// request with UserController's credentials through the same fault
+// injection as an in-process controller's client.
+type controllerProxy struct {
+	url      string
+	srv      *http.Server
+	requests atomic.Int64
+}
+
+func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
+	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(c.ctlFaults.wrapTransport)
+	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the controller's proxy: building its transport: %w", err)
+	}
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("the controller's proxy: the API server's address %q: %w", cfg.Host, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("the controller's proxy: %w", err)
+	}
+	p := &controllerProxy{url: "http://" + ln.Addr().String()}
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: rt,
+		// Watch events go on as they come.
+		FlushInterval: -1,
+		// Cut watches (StaleWatch, a stopped binary) are not news.
+		ErrorLog: log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			// A killed instance's requests end like a dropped connection.
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
+	}
+	p.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.requests.Add(1)
+			rp.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+func (p *controllerProxy) close() { _ = p.srv.Close() }
+
+func writeProxyKubeconfig(path, server, namespace string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubeprop"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["controller"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["kubeprop"] = &clientcmdapi.Context{Cluster: "kubeprop", AuthInfo: "controller", Namespace: namespace}
+	cfg.CurrentContext = "kubeprop"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing the controller's kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// controllerProcess is one run of the binary, in its own process group.
+// The cluster's watchdog kills it if the harness dies: its environment
+// names a file in the cluster's folder (KUBECONFIG).
+type controllerProcess struct {
+	cmd  *exec.Cmd
+	out  *processOutput
+	done chan struct{}
+	err  error // set before done closes
+}
+
+func startProcess(path string, args []string, logPath string, env ...string) (*controllerProcess, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("the controller's log: %w", err)
+	}
+	p := &controllerProcess{out: &processOutput{file: logFile}, done: make(chan struct{})}
+	fmt.Fprintf(logFile, "--- kubeprop: starting %s %s\n", path, strings.Join(args, " "))
+	p.cmd = exec.Command(path, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	// Its own group: a terminal's ^C reaches the harness, which stops it in
+	// order; a kill reaches whatever it started too.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting the controller binary %s: %w", path, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// awaitStart waits for the first request through the proxy, then for the
+// process to stay up for processStartGrace.
+func (p *controllerProcess) awaitStart(ctx context.Context, proxy *controllerProxy, limit time.Duration) error {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for proxy.requests.Load() == 0 {
+		select {
+		case <-p.done:
+			return fmt.Errorf("the binary exited at once (%v)", p.err)
+		case <-deadline.C:
+			return fmt.Errorf("the binary made no request to the API server within %v: it must connect with the kubeconfig in $KUBECONFIG (or pass --kubeconfig=${KUBECONFIG} in its args)", limit)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	select {
+	case <-p.done:
+		return fmt.Errorf("the binary exited right after connecting (%v)", p.err)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(processStartGrace):
+		return nil
+	}
+}
+
+func (p *controllerProcess) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+
+// stop sends SIGTERM to the process group and SIGKILL after grace; the
+// error says it needed the SIGKILL.
+func (p *controllerProcess) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	p.kill()
+	<-p.done
+	return errors.New("killed after the grace")
+}
+
+func (p *controllerProcess) tail() string { return p.out.tail() }
+
+// processOutput writes the process's output to its log file and keeps the
+// last 16 KiB for the errors.
+type processOutput struct {
+	mu   sync.Mutex
+	file *os.File
+	last []byte
+}
+
+func (o *processOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.last = append(o.last, b...)
+	if over := len(o.last) - 16<<10; over > 0 {
+		o.last = o.last[over:]
+	}
+	return o.file.Write(b)
+}
+
+// tail is the last 20 lines of the output.
+func (o *processOutput) tail() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(string(o.last), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,179 @@
+package harness_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// widgetProcessArg makes the test binary the Widget controller as a
+// process (see TestMain): a binary for harness.Process that needs no
+// build step.
+const widgetProcessArg = "widget-process"
+
+// runWidgetProcess is the Widget controller as its own process: it
+// connects with $KUBECONFIG, watches $KUBEPROP_NAMESPACE and stops on
+// SIGTERM. With -exit-after it gives up after that long, as a crashing
+// binary does.
+func runWidgetProcess(args []string) int {
+	fs := flag.NewFlagSet(widgetProcessArg, flag.ContinueOnError)
+	exitAfter := fs.Duration("exit-after", 0, "exit with status 1 after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "widget-process:", err)
+		return 2
+	}
+	cfg.UserAgent = widgetProcessArg
+	mgr, err := manager.New(cfg, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{os.Getenv("KUBEPROP_NAMESPACE"): {}}},
+	})
+	if err == nil {
+		err = (&widgetReconciler{}).setup(mgr, controller.Options{})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "widget-process:", err)
+		return 2
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if *exitAfter > 0 {
+		go func() {
+			time.Sleep(*exitAfter)
+			fmt.Fprintln(os.Stderr, "widget-process: giving up")
+			os.Exit(1)
+		}()
+	}
+	if err := mgr.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "widget-process:", err)
+		return 1
+	}
+	return 0
+}
+
+func widgetProcess(args ...string) harness.Controller {
+	return harness.Process(os.Args[0], append([]string{widgetProcessArg}, args...)...)
+}
+
+// controllerProcesses counts the processes started by harness.Process
+// that are still running: their environment names a case's namespace.
+func controllerProcesses(t *testing.T) int {
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(environ, []byte("KUBEPROP_NAMESPACE=")) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestProcess runs the Widget controller as a binary through every
+// controller fault: the proxy in front of it answers its writes with
+// errors, the crash after a write SIGKILLs it and a new one starts, its
+// watches are delayed and cut; the audit log names its requests by its
+// user agent; it passes every property, and no process is left.
+func TestProcess(t *testing.T) {
+	spec := widgetSpec(false)
+	spec.Controller = widgetProcess()
+	plan := []faults.Step{
+		faults.APIErrorsStep{Error: faults.Conflict, Requests: 3},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 4},
+		faults.CrashAfterWriteStep{Writes: 1},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 2},
+		faults.ControllerRestartStep{},
+		faults.StaleWatchStep{DelayMs: 1000, ForMs: 2000},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 5},
+		faults.StaleWatchStep{Drop: true},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 1},
+	}
+	rep, err := harness.Run(context.Background(), env, spec, plan)
+	require.NoError(t, err)
+	timeline := strings.Join(rep.Timeline, "\n")
+	t.Logf("timeline:\n%s", timeline)
+	require.False(t, rep.Failed(), "failures: %+v", rep.Failures)
+	require.Contains(t, timeline, "killed right after a write")
+	injected, own := 0, 0
+	for _, r := range rep.Trace.Requests {
+		switch {
+		case r.UserAgent == harness.UserAgentInjected:
+			injected++
+		case r.User == harness.UserController && strings.HasPrefix(r.UserAgent, widgetProcessArg):
+			own++
+		}
+	}
+	require.Equal(t, 3, injected, "the three refused writes are in the trace")
+	require.Positive(t, own, "the audit log names the binary's requests by its user and user agent")
+	require.Zero(t, controllerProcesses(t), "every controller process is stopped")
+
+	// Four starts: the first, after the crash, the restart... and each
+	// logged in the controller's log.
+	logs, err := filepath.Glob(filepath.Join(env.Cluster.Dir(), "controller-*.log"))
+	require.NoError(t, err)
+	starts := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		require.NoError(t, err)
+		if bytes.Contains(b, []byte(widgetProcessArg)) {
+			starts = max(starts, bytes.Count(b, []byte("--- kubeprop: starting")))
+		}
+	}
+	require.Equal(t, 3, starts, "started, restarted after the crash, restarted by ControllerRestart")
+}
+
+func TestProcessMisbehaviour(t *testing.T) {
+	ctx := context.Background()
+	plan := []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 2}}
+	spec := widgetSpec(false)
+	spec.Properties = []properties.Property{properties.NoPanics()}
+
+	spec.Controller = harness.Process("./no-such-controller")
+	_, err := harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, `the controller binary "./no-such-controller"`)
+	require.ErrorContains(t, err, "build it first")
+
+	spec.Controller = harness.Process("sh", "-c", "echo cannot find my config >&2; exit 3")
+	_, err = harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, "the controller did not start: the binary exited at once (exit status 3)")
+	require.ErrorContains(t, err, "cannot find my config")
+
+	spec.Setup = 2 * time.Second
+	spec.Controller = harness.Process("sleep", "600")
+	_, err = harness.Run(ctx, env, spec, plan)
+	require.ErrorContains(t, err, "the binary made no request to the API server within 2s: it must connect with the kubeconfig in $KUBECONFIG")
+	spec.Setup = 0
+
+	// One that gives up in the middle of a case: a crash, reported.
+	spec.Controller = widgetProcess("-exit-after=3s")
+	rep, err := harness.Run(ctx, env, spec, []faults.Step{
+		faults.ScaleChangeStep{Field: "spec.replicas", Value: 2},
+		faults.ScaleChangeStep{Field: "spec.replicas", Value: 4},
+	})
+	require.NoError(t, err)
+	require.True(t, rep.Failed())
+	require.Equal(t, "no-panics: the controller panicked: the controller process exited while the case went on: exit status 1", rep.Failures[0].Message)
+	require.Zero(t, controllerProcesses(t), "every controller process is stopped")
+}
