@@ -56,7 +56,13 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 		return nil, fmt.Errorf("the controller binary %q: %w; build it first, or give its path", p.path, err)
 	}
 	c.reachable.Store(true)
-	inst := &instance{}
+	// The proxy's handlers read kill; it is set before any of them runs.
+	var running atomic.Pointer[controllerProcess]
+	inst := &instance{kill: func() {
+		if p := running.Load(); p != nil {
+			p.kill()
+		}
+	}}
 	proxy, err := startProxy(c, inst)
 	if err != nil {
 		return nil, err
@@ -74,7 +80,7 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 		proxy.close()
 		return nil, err
 	}
-	inst.kill = proc.kill
+	running.Store(proc)
 	stopping := &atomic.Bool{}
 	go func() {
 		<-proc.done

@@ -31,11 +31,11 @@ const widgetProcessArg = "widget-process"
 
 // runWidgetProcess is the Widget controller as its own process: it
 // connects with $KUBECONFIG, watches $KUBEPROP_NAMESPACE and stops on
-// SIGTERM. With -exit-after it gives up after that long, as a crashing
-// binary does.
+// SIGTERM. With -exit-at=N it exits with status 1 when a Widget asks for N
+// replicas, as a crashing binary does.
 func runWidgetProcess(args []string) int {
 	fs := flag.NewFlagSet(widgetProcessArg, flag.ContinueOnError)
-	exitAfter := fs.Duration("exit-after", 0, "exit with status 1 after this long")
+	exitAt := fs.Int64("exit-at", 0, "exit with status 1 when a Widget asks for this many replicas")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,20 +51,13 @@ func runWidgetProcess(args []string) int {
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{os.Getenv("KUBEPROP_NAMESPACE"): {}}},
 	})
 	if err == nil {
-		err = (&widgetReconciler{}).setup(mgr, controller.Options{})
+		err = (&widgetReconciler{exitAt: *exitAt}).setup(mgr, controller.Options{})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "widget-process:", err)
 		return 2
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if *exitAfter > 0 {
-		go func() {
-			time.Sleep(*exitAfter)
-			fmt.Fprintln(os.Stderr, "widget-process: giving up")
-			os.Exit(1)
-		}()
-	}
 	if err := mgr.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "widget-process:", err)
 		return 1
@@ -76,15 +69,16 @@ func widgetProcess(args ...string) harness.Controller {
 	return harness.Process(os.Args[0], append([]string{widgetProcessArg}, args...)...)
 }
 
-// controllerProcesses counts the processes started by harness.Process
-// that are still running: their environment names a case's namespace.
+// controllerProcesses counts the processes started by harness.Process on
+// this test's cluster that are still running: their environment names
+// the cluster's folder.
 func controllerProcesses(t *testing.T) int {
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)
 	n := 0
 	for _, e := range entries {
 		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(environ, []byte("KUBEPROP_NAMESPACE=")) {
+		if err == nil && bytes.Contains(environ, []byte("KUBECONFIG="+env.Cluster.Dir()+"/")) {
 			n++
 		}
 	}
@@ -167,7 +161,7 @@ func TestProcessMisbehaviour(t *testing.T) {
 	spec.Setup = 0
 
 	// One that gives up in the middle of a case: a crash, reported.
-	spec.Controller = widgetProcess("-exit-after=3s")
+	spec.Controller = widgetProcess("-exit-at=4")
 	rep, err := harness.Run(ctx, env, spec, []faults.Step{
 		faults.ScaleChangeStep{Field: "spec.replicas", Value: 2},
 		faults.ScaleChangeStep{Field: "spec.replicas", Value: 4},

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -29,6 +30,9 @@ var widgetGVK = schema.GroupVersionKind{Group: "test.kubeprop.dev", Version: "v1
 type widgetReconciler struct {
 	client.Client
 	churn bool
+	// exitAt, when set, ends the process when a Widget asks for that many
+	// replicas: a controller binary that crashes mid-case.
+	exitAt int64
 }
 
 func newWidget(ns, name string, replicas int64) *unstructured.Unstructured {
@@ -54,6 +58,10 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	replicas, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	if r.exitAt > 0 && replicas == r.exitAt {
+		fmt.Fprintln(os.Stderr, "widget-process: giving up")
+		os.Exit(1)
+	}
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{"widget": req.Name}); err != nil {
 		return ctrl.Result{}, err

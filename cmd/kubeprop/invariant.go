@@ -14,6 +14,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -40,13 +41,31 @@ type Invariant struct {
 // celEnv declares object and pods. Objects are JSON-shaped maps, so both
 // are dynamic; field names are checked against the CRD's schema instead.
 func celEnv() (*cel.Env, error) {
-	return cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("pods", cel.ListType(cel.DynType)))
+	return cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("pods", cel.ListType(cel.DynType)),
+		// Kept so that sub-expressions unparse as written, macros too.
+		cel.EnableMacroCallTracking())
 }
 
 // property compiles the invariant into a property, checking the
 // expression's fields against schema (the kind's CRD schema; nil when the
 // kind has none).
 func (inv Invariant) property(env *cel.Env, schema map[string]any) (properties.Property, error) {
+	pred, err := inv.predicate(env, schema)
+	if err != nil {
+		return nil, err
+	}
+	if inv.Within == "" {
+		return properties.Always(inv.Name, pred), nil
+	}
+	within, err := time.ParseDuration(inv.Within)
+	if err != nil || within <= 0 {
+		return nil, fmt.Errorf("invariant %q: within is %q; give a duration such as 60s", inv.Name, inv.Within)
+	}
+	return properties.Converges(inv.Name, pred, within), nil
+}
+
+// predicate compiles the expression into a predicate over a state.
+func (inv Invariant) predicate(env *cel.Env, schema map[string]any) (properties.Predicate, error) {
 	if inv.Name == "" || inv.Kind == "" || inv.Expression == "" {
 		return nil, fmt.Errorf("an invariant needs a name, a kind and an expression; got name %q, kind %q, expression %q", inv.Name, inv.Kind, inv.Expression)
 	}
@@ -66,7 +85,8 @@ func (inv Invariant) property(env *cel.Env, schema map[string]any) (properties.P
 	if err != nil {
 		return nil, fmt.Errorf("invariant %q: %w", inv.Name, err)
 	}
-	values := valueProbes(env, checked.NativeRep().Expr())
+	values := valueProbes(env, checked)
+	shown := strings.Join(strings.Fields(inv.Expression), " ")
 	pred := func(s properties.State) error {
 		var pods []any
 		for _, p := range s.ByKind("Pod") {
@@ -74,19 +94,12 @@ func (inv Invariant) property(env *cel.Env, schema map[string]any) (properties.P
 		}
 		for _, o := range s.ByKind(inv.Kind) {
 			if err := evaluate(prg, o, pods); err != nil {
-				return fmt.Errorf("%s %s: %s: %w%s", inv.Kind, o.GetName(), inv.Expression, err, values.describe(o, pods))
+				return fmt.Errorf("%s %s: %s: %w%s", inv.Kind, o.GetName(), shown, err, values.describe(o, pods))
 			}
 		}
 		return nil
 	}
-	if inv.Within == "" {
-		return properties.Always(inv.Name, pred), nil
-	}
-	within, err := time.ParseDuration(inv.Within)
-	if err != nil || within <= 0 {
-		return nil, fmt.Errorf("invariant %q: within is %q; give a duration such as 60s", inv.Name, inv.Within)
-	}
-	return properties.Converges(inv.Name, pred, within), nil
+	return pred, nil
 }
 
 func evaluate(prg cel.Program, o *unstructured.Unstructured, pods []any) error {
@@ -114,26 +127,51 @@ type probe struct {
 	prg    cel.Program
 }
 
-// valueProbes compiles the longest field paths from object in e (at most
-// six), e.g. object.status.readyReplicas and object.spec.replicas.
-func valueProbes(env *cel.Env, e ast.Expr) probes {
+// valueProbes compiles what an expression compares (the operands of
+// ==, !=, <, <=, >, >= that are not literals), or, with no comparison,
+// the field paths from object it reads: at most six.
+func valueProbes(env *cel.Env, checked *cel.Ast) probes {
+	info := checked.NativeRep().SourceInfo()
 	var sources []string
-	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
-		if src, ok := objectSource(e); ok && src != "object" && !slices.Contains(sources, src) {
+	add := func(e ast.Expr) {
+		if e.Kind() == ast.LiteralKind {
+			return
+		}
+		if src, err := parser.Unparse(e, info); err == nil && !slices.Contains(sources, src) {
 			sources = append(sources, src)
 		}
+	}
+	ast.PreOrderVisit(checked.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		switch e.AsCall().FunctionName() {
+		case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+			for _, arg := range e.AsCall().Args() {
+				add(arg)
+			}
+		}
 	}))
+	if len(sources) == 0 {
+		ast.PreOrderVisit(checked.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+			if src, ok := objectSource(e); ok && src != "object" && !slices.Contains(sources, src) {
+				sources = append(sources, src)
+			}
+		}))
+		sources = slices.DeleteFunc(sources, func(src string) bool {
+			return slices.ContainsFunc(sources, func(o string) bool {
+				return strings.HasPrefix(o, src+".") || strings.HasPrefix(o, src+"[")
+			})
+		})
+	}
 	var out probes
 	for _, src := range sources {
-		longer := slices.ContainsFunc(sources, func(o string) bool {
-			return len(o) > len(src) && (strings.HasPrefix(o, src+".") || strings.HasPrefix(o, src+"["))
-		})
-		if longer || len(out) == 6 {
-			continue
+		if len(out) == 6 {
+			break
 		}
-		if checked, iss := env.Compile(src); iss.Err() == nil {
-			if prg, err := env.Program(checked); err == nil {
-				out = append(out, probe{source: src, prg: prg})
+		if c, iss := env.Compile(src); iss.Err() == nil {
+			if prg, err := env.Program(c); err == nil {
+				out = append(out, probe{source: strings.Join(strings.Fields(src), " "), prg: prg})
 			}
 		}
 	}

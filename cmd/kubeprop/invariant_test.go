@@ -1,0 +1,39 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// TestInvariantMessages: a false invariant says what it compared, with
+// the values; a field not written yet is the CEL error, not a pass.
+func TestInvariantMessages(t *testing.T) {
+	env, err := celEnv()
+	require.NoError(t, err)
+	obj := func(kind, name string, fields map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: fields}
+		u.SetKind(kind)
+		u.SetName(name)
+		return u
+	}
+	podSet := obj("PodSet", "web", map[string]any{"spec": map[string]any{"replicas": int64(3)}, "status": map[string]any{"readyReplicas": int64(2)}})
+	running := obj("Pod", "web-1", map[string]any{"status": map[string]any{"phase": "Running"}})
+	state := properties.State{Objects: []*unstructured.Unstructured{podSet, running}}
+
+	pred, err := Invariant{Name: "ready", Kind: "PodSet", Expression: "object.status.readyReplicas == object.spec.replicas\n  && size(pods.filter(p, p.status.phase == 'Running')) >= 1"}.predicate(env, nil)
+	require.NoError(t, err)
+	require.EqualError(t, pred(state), "PodSet web: object.status.readyReplicas == object.spec.replicas && size(pods.filter(p, p.status.phase == 'Running')) >= 1: is false"+
+		" (where object.status.readyReplicas = 2, object.spec.replicas = 3, size(pods.filter(p, p.status.phase == \"Running\")) = 1)")
+
+	pred, err = Invariant{Name: "gen", Kind: "PodSet", Expression: "object.status.observedGeneration >= 1"}.predicate(env, nil)
+	require.NoError(t, err)
+	require.ErrorContains(t, pred(state), "PodSet web: object.status.observedGeneration >= 1: no such key: observedGeneration")
+
+	podSet.Object["status"] = map[string]any{"readyReplicas": int64(3), "observedGeneration": int64(1)}
+	require.NoError(t, pred(state))
+	require.NoError(t, pred(properties.State{}), "no object of the kind: nothing to hold")
+}
