@@ -261,6 +261,9 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		if v.Err != nil {
 			rep.Failures = append(rep.Failures, Failure{Property: name, index: i, Message: v.Err.Error(), Detail: v.Detail})
 			c.logf("property %s FAILED: %v (%s)", name, v.Err, v.Detail)
+		} else if !v.Done {
+			// The case ended at an earlier property's failure.
+			c.logf("property %s undecided (%s)", name, v.Detail)
 		} else {
 			c.logf("property %s holds (%s)", name, v.Detail)
 		}

@@ -132,15 +132,23 @@ func TestRunAndReplay(t *testing.T) {
 	}
 }
 
-// TestRayOperator replays the finding on KubeRay's ray-operator v1.5.0
-// (testdata/kuberay): a worker pod relabeled out of its group by another
-// writer is replaced but never removed, and the RayCluster's status counts
-// it as a ready worker forever.
+// TestRayOperator replays the two findings on KubeRay's ray-operator
+// v1.5.0 (testdata/kuberay): pods evicted from a lost node stay
+// Terminating and are never replaced; a worker pod relabeled out of its
+// group by another writer is replaced but never removed, and the status
+// counts it as a ready worker.
 func TestRayOperator(t *testing.T) {
 	if _, err := os.Stat("../../bin/kuberay/v1.5.0/ray-operator"); err != nil {
 		t.Fatalf("the ray-operator binary is missing (%v): run make bins, which builds it into bin/kuberay/v1.5.0", err)
 	}
-	code, stdout, _ := kubeprop(t, "replay", "../../testdata/kuberay/testdata/kubeprop/raycluster/status-converges-1.yaml")
+	const scenarios = "../../testdata/kuberay/testdata/kubeprop/raycluster/"
+	code, stdout, _ := kubeprop(t, "replay", scenarios+"pods-converge-1.yaml")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, stdout, "FAIL pods-converge: ")
+	require.Contains(t, stdout, `= 0, object.spec.workerGroupSpecs[0].replicas = 2`, "no live worker of 2")
+	require.Contains(t, stdout, "reproduced, as the scenario expects")
+
+	code, stdout, _ = kubeprop(t, "replay", scenarios+"status-converges-1.yaml")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, stdout, "FAIL status-converges: ")
 	require.Contains(t, stdout, "object.status.readyWorkerReplicas = 3, object.spec.workerGroupSpecs[0].replicas = 2")
