@@ -380,8 +380,8 @@ func (b *delayedBody) Close() error {
 
 // wrapWrites injects the write faults (API errors, the crash after a
 // write) at the HTTP level, for controllers whose client the harness does
-// not build: Func's and Process's. inst is the controller instance the connection is
-// for.
+// not build: Func's and Process's. inst is the controller instance the
+// connection is for.
 func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {

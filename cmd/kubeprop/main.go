@@ -96,17 +96,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubeprop run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n", stderr)
 	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
 	seed := fs.Uint64("seed", 0, "rapid's seed, to repeat a search (0: random)")
 	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -173,14 +168,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 func replayCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubeprop replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("kubeprop replay", "Usage: kubeprop replay [flags] SCENARIO.yaml\n\nRuns the plan of a saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict.\n", stderr)
 	specPath := fs.String("spec", "", "the spec file (default: the one the scenario names)")
 	verbose := fs.Bool("v", false, "print the case's timeline to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: kubeprop replay [flags] SCENARIO.yaml\n\nRuns the plan of a saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -234,6 +224,17 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  reproduced, as the scenario expects\n")
 	}
 	return exitFailed
+}
+
+// commandFlags is a command's flag set: errors and help go to stderr.
+func commandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage+"\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parse parses a command's flags and its one file argument.
