@@ -317,6 +317,16 @@ func (r *recorder) idle() bool {
 	return true
 }
 
+// controllerStarted counts a controller's start as activity: one that
+// writes only once its informers have synced (Func, Process: the harness
+// does not see their queues) must not find the system settled before it
+// has begun.
+func (r *recorder) controllerStarted() {
+	r.mu.Lock()
+	r.lastWrite = time.Now()
+	r.mu.Unlock()
+}
+
 func (r *recorder) sinceLastWrite() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()

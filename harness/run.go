@@ -179,6 +179,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 		return err
 	}
 	c.stopController = stop
+	c.recorder.controllerStarted()
 	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
 	if err := c.settle(ctx, c.spec.Setup); err != nil {
 		return err
