@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -64,12 +65,17 @@ func bench(env *harness.Env, only string, seeds int) int {
 				found, shrunk, lengths = append(found, f.FoundAfter), append(shrunk, f.ShrunkAfter), append(lengths, len(f.Plan))
 			}
 		}
+		var row string
 		if target.Correct() {
-			fmt.Fprintf(table, "%s\t%d\t-\t-\t-\t-\t%.1f\t%d\n", target.Name, seeds, float64(seeds*checks)/spent.Minutes(), alarms)
-			continue
+			row = fmt.Sprintf("%s\t%d\t-\t-\t-\t-\t%.1f\t%d\n", target.Name, seeds, float64(seeds*checks)/spent.Minutes(), alarms)
+		} else {
+			row = fmt.Sprintf("%s\t%d\t%d/%d (%s)\t%s\t%s\t%s (%d)\t-\t-\n", target.Name, seeds, caught, seeds, target.Property,
+				spread(found), spread(shrunk), lengthSpread(lengths), target.MinSteps)
 		}
-		fmt.Fprintf(table, "%s\t%d\t%d/%d (%s)\t%s\t%s\t%s (%d)\t-\t-\n", target.Name, seeds, caught, seeds, target.Property,
-			spread(found), spread(shrunk), lengthSpread(lengths), target.MinSteps)
+		// Each row on stderr as it is done: the whole report takes hours,
+		// and an interrupted run keeps what it measured.
+		fmt.Fprintf(os.Stderr, "bench: row: %s", strings.ReplaceAll(row, "\t", " | "))
+		fmt.Fprint(table, row)
 	}
 	_ = table.Flush()
 	return code
