@@ -117,9 +117,10 @@ func expandArgs(args []string, kubeconfig, namespace string) []string {
 // request with UserController's credentials through the same fault
 // injection as an in-process controller's client.
 type controllerProxy struct {
-	url      string
-	srv      *http.Server
-	requests atomic.Int64
+	url       string
+	srv       *http.Server
+	connected chan struct{} // closed at the first request
+	once      sync.Once
 }
 
 func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
@@ -138,7 +139,7 @@ func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the controller's proxy: %w", err)
 	}
-	p := &controllerProxy{url: "http://" + ln.Addr().String()}
+	p := &controllerProxy{url: "http://" + ln.Addr().String(), connected: make(chan struct{})}
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport: rt,
@@ -153,7 +154,7 @@ func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.requests.Add(1)
+			p.once.Do(func() { close(p.connected) })
 			rp.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -214,20 +215,14 @@ func startProcess(path string, args []string, logPath string, env ...string) (*c
 // awaitStart waits for the first request through the proxy, then for the
 // process to stay up for processStartGrace.
 func (p *controllerProcess) awaitStart(ctx context.Context, proxy *controllerProxy, limit time.Duration) error {
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for proxy.requests.Load() == 0 {
-		select {
-		case <-p.done:
-			return fmt.Errorf("the binary exited at once (%v)", p.err)
-		case <-deadline.C:
-			return fmt.Errorf("the binary made no request to the API server within %v: it must connect with the kubeconfig in $KUBECONFIG (or pass --kubeconfig=${KUBECONFIG} in its args)", limit)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+	select {
+	case <-proxy.connected:
+	case <-p.done:
+		return fmt.Errorf("the binary exited at once (%v)", p.err)
+	case <-time.After(limit):
+		return fmt.Errorf("the binary made no request to the API server within %v: it must connect with the kubeconfig in $KUBECONFIG (or pass --kubeconfig=${KUBECONFIG} in its args)", limit)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	select {
 	case <-p.done:
