@@ -37,3 +37,44 @@ func TestInvariantMessages(t *testing.T) {
 	require.NoError(t, pred(state))
 	require.NoError(t, pred(properties.State{}), "no object of the kind: nothing to hold")
 }
+
+// TestPodSetSpecAtMostReplicas: the README's spec.yaml lets a scale-down
+// be in progress (the controller has not seen the generation yet: its pods
+// cannot be gone in the same instant) and catches an overshoot once it has.
+func TestPodSetSpecAtMostReplicas(t *testing.T) {
+	spec, err := loadSpec("../../testdata/podset/spec.yaml")
+	require.NoError(t, err)
+	var atMost properties.Property
+	for _, p := range spec.spec.Properties {
+		if p.Name() == "at-most-replicas" {
+			atMost = p
+		}
+	}
+	require.NotNil(t, atMost, "spec.yaml has an at-most-replicas invariant")
+
+	podSet := &unstructured.Unstructured{Object: map[string]any{
+		"kind":     "PodSet",
+		"metadata": map[string]any{"name": "web", "uid": "u1", "generation": int64(2)},
+		"spec":     map[string]any{"replicas": int64(0)},
+		"status":   map[string]any{"observedGeneration": int64(1)},
+	}}
+	state := properties.State{Objects: []*unstructured.Unstructured{podSet}}
+	for _, name := range []string{"web-1", "web-2"} {
+		state.Objects = append(state.Objects, &unstructured.Unstructured{Object: map[string]any{
+			"kind": "Pod",
+			"metadata": map[string]any{"name": name, "ownerReferences": []any{
+				map[string]any{"uid": "u1", "kind": "PodSet", "name": "web", "controller": true},
+			}},
+			"status": map[string]any{"phase": "Running"},
+		}})
+	}
+	check := func() properties.Verdict {
+		return atMost.Check(&properties.Trace{States: []properties.State{state}, Final: true})
+	}
+	v := check()
+	require.True(t, v.Done)
+	require.NoError(t, v.Err, "scaled to 0, not yet observed by the controller")
+
+	podSet.Object["status"] = map[string]any{"observedGeneration": int64(2)}
+	require.ErrorContains(t, check().Err, "at-most-replicas: violated: PodSet web: ")
+}
