@@ -21,6 +21,13 @@ func (s CrashAfterWriteStep) Apply(_ context.Context, t Target) error {
 	return t.CrashAfterWrites(max(1, s.Writes))
 }
 
+func (s CrashAfterWriteStep) simpler() []Step {
+	if s.Writes <= 1 {
+		return nil
+	}
+	return []Step{CrashAfterWriteStep{Writes: 1}}
+}
+
 // CrashAfterWrite is the crash-between-writes fault.
 func CrashAfterWrite() Fault { return crashAfterWrite{} }
 

@@ -38,6 +38,17 @@ type Fault interface {
 // A Fault with options may also have a Validate() error method, which
 // harness.Spec's validation calls: bad options fail before the first case.
 
+// Simpler returns simpler forms of a step, simplest first, for the
+// shrinker to try once it can drop no more steps: the crash after the
+// first write rather than the third, one conflicting write rather than
+// five. Steps whose values carry no order of simplicity have none.
+func Simpler(s Step) []Step {
+	if v, ok := s.(interface{ simpler() []Step }); ok {
+		return v.simpler()
+	}
+	return nil
+}
+
 // Config is the shape of a case that steps are drawn for.
 type Config struct {
 	Nodes    int // simulated nodes

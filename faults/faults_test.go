@@ -170,3 +170,16 @@ func TestUserChange(t *testing.T) {
 	require.ErrorContains(t, err, "is not JSON")
 	require.True(t, errors.Is(UserChangeStep{Name: "ImageChange", Patch: "{}"}.Apply(context.Background(), &fakeTarget{}), ErrNoOp))
 }
+
+// TestSimpler: the shrinker's value pass tries the crash after the first
+// write and a single conflicting write; other steps have no simpler form.
+func TestSimpler(t *testing.T) {
+	require.Equal(t, []Step{CrashAfterWriteStep{Writes: 1}}, Simpler(CrashAfterWriteStep{Writes: 3}))
+	require.Empty(t, Simpler(CrashAfterWriteStep{Writes: 1}))
+	cw := ConflictingWriterStep{Field: "spec.replicas", Value: 7, Rounds: 4}
+	one := cw
+	one.Rounds = 1
+	require.Equal(t, []Step{one}, Simpler(cw))
+	require.Empty(t, Simpler(one))
+	require.Empty(t, Simpler(ScaleChangeStep{Value: 5}))
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +28,11 @@ const ScenarioDir = "testdata/kubeprop"
 
 // Check draws fault plans with rapid and runs each on env; a property
 // failure is shrunk to a minimal plan (rapid's passes, then steps dropped
-// one at a time, each within -rapid.shrinktime), printed with its
-// timeline, saved as a scenario file and given a replay command. rapid's flags apply
-// (-rapid.checks, -rapid.seed, -rapid.shrinktime, and their RAPID_*
-// twins). With -kubeprop.replay=FILE it replays that scenario instead.
+// one at a time and values simplified, each within -rapid.shrinktime),
+// printed with its timeline, saved as a scenario file and given a replay
+// command. rapid's flags apply (-rapid.checks, -rapid.seed,
+// -rapid.shrinktime, and their RAPID_* twins). With -kubeprop.replay=FILE
+// it replays that scenario instead.
 func Check(t TB, env *Env, spec Spec) {
 	t.Helper()
 	spec = spec.withDefaults()
@@ -123,8 +125,9 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	}
 	// rapid's shrink passes spend cases on values as much as on steps, and
 	// a case takes seconds: a second budget goes to dropping steps one at
-	// a time, while the plan still fails the same way.
-	if smaller, at := dropSteps(env, spec, last, time.Now().Add(budget)); smaller != last {
+	// a time and simplifying values, while the plan still fails the same
+	// way.
+	if smaller, at := shrinkPlan(env, spec, last, time.Now().Add(budget)); smaller != last {
 		last, lastAt = smaller, at
 	}
 	f := last.Failures[0]
@@ -151,24 +154,52 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	return finding, true
 }
 
-// dropSteps removes steps from a failing case's plan one at a time, keeping
-// each removal after which the same property still fails, until no single
-// step can go or the deadline passes. It returns the smallest failing
-// report and when it was found.
-func dropSteps(env *Env, spec Spec, rep *Report, deadline time.Time) (*Report, time.Time) {
+// shrinkPlan shrinks a failing case's plan beyond rapid's passes, keeping
+// each change after which the same property still fails: it drops steps
+// one at a time, then tries each step's simpler forms (faults.Simpler),
+// and drops again after a simpler value, until nothing changes or the
+// deadline passes. It returns the smallest failing report and when it was
+// found.
+func shrinkPlan(env *Env, spec Spec, rep *Report, deadline time.Time) (*Report, time.Time) {
 	at := time.Time{}
 	property := rep.Failures[0].Property
-	for i := 0; i < len(rep.Plan) && len(rep.Plan) > 1 && time.Now().Before(deadline); {
-		plan := append(append([]faults.Step{}, rep.Plan[:i]...), rep.Plan[i+1:]...)
+	fails := func(plan []faults.Step) bool {
+		if !time.Now().Before(deadline) {
+			return false
+		}
 		smaller, err := Run(context.Background(), env, spec, plan)
 		if err == nil && spec.OnCase != nil {
 			spec.OnCase(smaller)
 		}
 		if err == nil && smaller.Failed() && smaller.Failures[0].Property == property {
 			rep, at = smaller, time.Now()
-			continue // the same index is now the next step
+			return true
 		}
-		i++
+		return false
+	}
+	for {
+		for i := 0; i < len(rep.Plan) && len(rep.Plan) > 1; {
+			if fails(slices.Delete(slices.Clone(rep.Plan), i, i+1)) {
+				continue // the same index is now the next step
+			}
+			i++
+		}
+		// A simpler value can make another step unneeded: drop again
+		// after one, and only then.
+		simplified := false
+		for i := range rep.Plan {
+			for _, simpler := range faults.Simpler(rep.Plan[i]) {
+				plan := slices.Clone(rep.Plan)
+				plan[i] = simpler
+				if fails(plan) {
+					simplified = true
+					break
+				}
+			}
+		}
+		if !simplified || !time.Now().Before(deadline) {
+			break
+		}
 	}
 	if at.IsZero() {
 		at = time.Now()

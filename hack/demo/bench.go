@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
 )
 
@@ -46,8 +47,21 @@ func bench(env *harness.Env, only string, seeds int) int {
 			_ = flag.Set("rapid.seed", strconv.Itoa(seed))
 			fmt.Fprintf(os.Stderr, "bench: %s, seed %d ...\n", target.Name, seed)
 			start := time.Now()
+			spec, cases, last := specOf(target), 0, start
+			// One line per case: a seed that runs long shows where its
+			// time goes.
+			spec.OnCase = func(rep *harness.Report) {
+				cases++
+				verdict := "pass"
+				if rep.Failed() {
+					verdict = "FAIL " + rep.Failures[0].Property
+				}
+				fmt.Fprintf(os.Stderr, "bench: %s, seed %d, case %d (%s): %s %s\n", target.Name, seed, cases,
+					time.Since(last).Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict)
+				last = time.Now()
+			}
 			restore := suite.SearchBudget(target)
-			f, err := harness.Find(env, specOf(target), "bench/"+target.Name)
+			f, err := harness.Find(env, spec, "bench/"+target.Name)
 			restore()
 			spent += time.Since(start)
 			switch {

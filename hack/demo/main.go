@@ -8,7 +8,7 @@
 // Run it from the repository's root: make demo. Flags: -only NAME,
 // -rapid.checks (plans per controller, default 20), -rapid.shrinktime,
 // -rapid.seed; -seeds N measures detection over N seeds instead (make
-// bench).
+// bench); -memprofile FILE writes what the run still holds at its end.
 package main
 
 import (
@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,13 +36,29 @@ func main() {
 	only := flag.String("only", "", "run only the controllers whose name contains this (a comma-separated list: any of these)")
 	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
 	flag.BoolVar(&focused, "focused", false, "search each bug with the faults that reveal it only, as go test does")
+	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
 	_ = flag.Set("rapid.checks", "20")
 	_ = flag.Set("rapid.shrinktime", "60s")
 	_ = flag.Set("rapid.nofailfile", "true") // the scenario files are the record
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
-	os.Exit(run(*only, *seeds))
+	os.Exit(run(*only, *seeds, *memProfile))
+}
+
+// writeHeapProfile writes the heap in use after a collection: what a long
+// run keeps from case to case.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the heap profile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // focused: search the bugs with their revealing faults only.
@@ -54,7 +72,7 @@ func specOf(t suite.Target) harness.Spec {
 	return t.Spec
 }
 
-func run(only string, seeds int) int {
+func run(only string, seeds int, memProfile string) (code int) {
 	env, err := harness.Start(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{suite.CRDs}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -65,6 +83,15 @@ func run(only string, seeds int) int {
 			fmt.Fprintln(os.Stderr, "demo: stopping the hollow cluster:", err)
 		}
 	}()
+	if memProfile != "" {
+		// Before the cluster stops: what the harness keeps while it runs.
+		defer func() {
+			if err := writeHeapProfile(memProfile); err != nil {
+				fmt.Fprintln(os.Stderr, "demo:", err)
+				code = max(code, 1)
+			}
+		}()
+	}
 	if seeds > 0 {
 		return bench(env, only, seeds)
 	}
@@ -82,7 +109,7 @@ func run(only string, seeds int) int {
 	}
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
-	code := 0
+	code = 0
 	for _, target := range suite.Targets() {
 		if !selected(target.Name, only) {
 			continue
