@@ -90,12 +90,28 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	// rapid ends a failed check with FailNow; holding that back lets the
 	// scenario be saved and reported first.
 	rtb := &deferFailNow{TB: t}
+	// From the first failure on, the outcome of every plan run, by plan:
+	// the failing report, or nil for a pass. rapid's shrinker tries bit
+	// streams, and many draw a plan already run; minimizing one block can
+	// try a hundred of them between its deadline checks, and a case takes
+	// seconds. A plan drawn again is answered from here.
+	var outcomes map[string]*Report
 	rapid.Check(rtb, func(rt *rapid.T) {
 		plan := faults.Plan(spec.Faults, cfg, spec.MaxSteps).Draw(rt, "plan")
+		key := faults.FormatPlan(plan)
+		if rep, ok := outcomes[key]; ok {
+			if rep != nil {
+				if rep.Failures[0].Property == first.Failures[0].Property {
+					last = rep
+				}
+				failFrom(rt, rep.Failures[0])
+			}
+			return
+		}
 		// rapid checks its shrink deadline between passes, and a pass can
-		// try dozens of plans of seconds each. Past the budget, plans other
-		// than the smallest failing one are rejected without running.
-		if last != nil && time.Since(failedAt) > budget && faults.FormatPlan(plan) != faults.FormatPlan(last.Plan) {
+		// try dozens of plans. Past the budget, plans not run yet are
+		// rejected without running.
+		if first != nil && time.Since(failedAt) > budget {
 			return
 		}
 		rep, err := Run(context.Background(), env, spec, plan)
@@ -105,12 +121,17 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		if spec.OnCase != nil {
 			spec.OnCase(rep)
 		}
+		if first == nil && rep.Failed() {
+			first, failedAt = rep, time.Now()
+			outcomes = map[string]*Report{}
+		}
+		if outcomes != nil {
+			outcomes[key] = nil
+		}
 		if !rep.Failed() {
 			return
 		}
-		if first == nil {
-			first, failedAt = rep, time.Now()
-		}
+		outcomes[key] = rep
 		// rapid keeps a smaller plan only if it fails the same way.
 		if rep.Failures[0].Property == first.Failures[0].Property {
 			if last == nil || len(rep.Plan) < len(last.Plan) {
@@ -127,7 +148,7 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	// a case takes seconds: a second budget goes to dropping steps one at
 	// a time and simplifying values, while the plan still fails the same
 	// way.
-	if smaller, at := shrinkPlan(env, spec, last, time.Now().Add(budget)); smaller != last {
+	if smaller, at := shrinkPlan(env, spec, last, outcomes, time.Now().Add(budget)); smaller != last {
 		last, lastAt = smaller, at
 	}
 	f := last.Failures[0]
@@ -158,20 +179,31 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 // each change after which the same property still fails: it drops steps
 // one at a time, then tries each step's simpler forms (faults.Simpler),
 // and drops again after a simpler value, until nothing changes or the
-// deadline passes. It returns the smallest failing report and when it was
-// found.
-func shrinkPlan(env *Env, spec Spec, rep *Report, deadline time.Time) (*Report, time.Time) {
+// deadline passes. Plans in outcomes are not run again; the new ones are
+// added. It returns the smallest failing report and when it was found.
+func shrinkPlan(env *Env, spec Spec, rep *Report, outcomes map[string]*Report, deadline time.Time) (*Report, time.Time) {
 	at := time.Time{}
 	property := rep.Failures[0].Property
 	fails := func(plan []faults.Step) bool {
-		if !time.Now().Before(deadline) {
-			return false
+		key := faults.FormatPlan(plan)
+		smaller, known := outcomes[key]
+		if !known {
+			if !time.Now().Before(deadline) {
+				return false
+			}
+			var err error
+			if smaller, err = Run(context.Background(), env, spec, plan); err != nil {
+				return false
+			}
+			if spec.OnCase != nil {
+				spec.OnCase(smaller)
+			}
+			if !smaller.Failed() {
+				smaller = nil
+			}
+			outcomes[key] = smaller
 		}
-		smaller, err := Run(context.Background(), env, spec, plan)
-		if err == nil && spec.OnCase != nil {
-			spec.OnCase(smaller)
-		}
-		if err == nil && smaller.Failed() && smaller.Failures[0].Property == property {
+		if smaller != nil && smaller.Failures[0].Property == property {
 			rep, at = smaller, time.Now()
 			return true
 		}

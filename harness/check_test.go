@@ -133,9 +133,33 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	spec.Properties[3] = properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 2 * time.Second})
 	// Node loss makes a case wait out the eviction; the bug shows without it.
 	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.ControllerRestart()}
+	var mu sync.Mutex
+	var plans []string // of every case run; "FAIL " before a failing one
+	spec.OnCase = func(rep *harness.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := faults.FormatPlan(rep.Plan)
+		if rep.Failed() {
+			p = "FAIL " + p
+		}
+		plans = append(plans, p)
+	}
 	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, spec) })
 	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
 	require.True(t, tb.Failed())
+	// From the first failure on, rapid's shrinker draws many plans already
+	// run: none is run twice.
+	mu.Lock()
+	firstFail := slices.IndexFunc(plans, func(p string) bool { return strings.HasPrefix(p, "FAIL ") })
+	require.GreaterOrEqual(t, firstFail, 0)
+	seen := map[string]bool{}
+	for _, p := range plans[firstFail:] {
+		p = strings.TrimPrefix(p, "FAIL ")
+		require.False(t, seen[p], "plan %s ran twice while shrinking; cases: %v", p, plans)
+		seen[p] = true
+	}
+	t.Logf("%d cases, %d from the first failure on", len(plans), len(plans)-firstFail)
+	mu.Unlock()
 	out := tb.output()
 	require.Contains(t, out, "kubeprop: quiescent: writes went on after the faults healed: Widget web field status.lastReconcileTime by [")
 	require.Contains(t, out, "to 1 steps): [")
