@@ -96,23 +96,21 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	// try a hundred of them between its deadline checks, and a case takes
 	// seconds. A plan drawn again is answered from here.
 	var outcomes map[string]*Report
-	rapid.Check(rtb, func(rt *rapid.T) {
-		plan := faults.Plan(spec.Faults, cfg, spec.MaxSteps).Draw(rt, "plan")
+	// outcome runs a plan, or answers it from outcomes; it returns the
+	// report of a failure, nil for a pass.
+	outcome := func(rt *rapid.T, plan []faults.Step) *Report {
 		key := faults.FormatPlan(plan)
 		if rep, ok := outcomes[key]; ok {
-			if rep != nil {
-				if rep.Failures[0].Property == first.Failures[0].Property {
-					last = rep
-				}
-				failFrom(rt, rep.Failures[0])
+			if rep != nil && rep.Failures[0].Property == first.Failures[0].Property {
+				last = rep
 			}
-			return
+			return rep
 		}
 		// rapid checks its shrink deadline between passes, and a pass can
 		// try dozens of plans. Past the budget, plans not run yet are
 		// rejected without running.
 		if first != nil && time.Since(failedAt) > budget {
-			return
+			return nil
 		}
 		rep, err := Run(context.Background(), env, spec, plan)
 		if err != nil {
@@ -121,15 +119,15 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		if spec.OnCase != nil {
 			spec.OnCase(rep)
 		}
-		if first == nil && rep.Failed() {
+		if !rep.Failed() {
+			if outcomes != nil {
+				outcomes[key] = nil
+			}
+			return nil
+		}
+		if first == nil {
 			first, failedAt = rep, time.Now()
 			outcomes = map[string]*Report{}
-		}
-		if outcomes != nil {
-			outcomes[key] = nil
-		}
-		if !rep.Failed() {
-			return
 		}
 		outcomes[key] = rep
 		// rapid keeps a smaller plan only if it fails the same way.
@@ -139,7 +137,15 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 			}
 			last = rep
 		}
-		failFrom(rt, rep.Failures[0])
+		return rep
+	}
+	rapid.Check(rtb, func(rt *rapid.T) {
+		plan := faults.Plan(spec.Faults, cfg, spec.MaxSteps).Draw(rt, "plan")
+		// One call site, whether the plan ran or was answered: rapid tells
+		// failures apart by their traceback.
+		if rep := outcome(rt, plan); rep != nil {
+			failFrom(rt, rep.Failures[0])
+		}
 	})
 	if !rtb.Failed() || last == nil {
 		return nil, rtb.Failed()

@@ -163,6 +163,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	out := tb.output()
 	require.Contains(t, out, "kubeprop: quiescent: writes went on after the faults healed: Widget web field status.lastReconcileTime by [")
 	require.Contains(t, out, "to 1 steps): [")
+	require.NotContains(t, out, "flaky", "rapid reproduced the failure and shrank it")
 	require.Contains(t, out, "replay:   go test -run '^TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
 
 	files, err := filepath.Glob(filepath.Join(dir, harness.ScenarioDir, t.Name(), "*.yaml"))
