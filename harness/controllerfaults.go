@@ -41,10 +41,14 @@ var errCrashed = errors.New("the controller instance was killed by CrashAfterWri
 // delayed or cut watch stream. One per case; every controller instance of
 // the case goes through it.
 type controllerFaults struct {
-	rec     *recorder
-	scheme  *runtime.Scheme
-	mapper  meta.RESTMapper
-	onCrash func() // starts the crashed controller's successor
+	rec *recorder
+	// namespace is the case's: API errors refuse only writes there. The
+	// trace is the namespace's, and a controller that watches every
+	// namespace also writes to earlier cases' (still being deleted).
+	namespace string
+	scheme    *runtime.Scheme
+	mapper    meta.RESTMapper
+	onCrash   func() // starts the crashed controller's successor
 
 	mu         sync.Mutex
 	failErr    faults.APIError
@@ -59,8 +63,8 @@ type controllerFaults struct {
 	undelivered atomic.Int64
 }
 
-func newControllerFaults(rec *recorder, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
-	return &controllerFaults{rec: rec, scheme: scheme, mapper: mapper, watches: map[*delayedBody]bool{}}
+func newControllerFaults(rec *recorder, namespace string, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
+	return &controllerFaults{rec: rec, namespace: namespace, scheme: scheme, mapper: mapper, watches: map[*delayedBody]bool{}}
 }
 
 // instance is one start of the controller; a crash kills only it.
@@ -113,11 +117,14 @@ func (f *controllerFaults) heal() {
 }
 
 // refusal returns the error to answer a write with, or nil to let it
-// through. A conflict answers only writes to an existing object.
-func (f *controllerFaults) refusal(verb string, gr schema.GroupResource, name string) error {
+// through. A conflict answers only writes to an existing object; writes
+// outside the case's namespace go through.
+func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResource, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
+	case namespace != f.namespace:
+		return nil
 	case f.failErr == faults.Conflict && verb != "update" && verb != "patch":
 		return nil
 	case f.failLeft > 0:
@@ -165,8 +172,8 @@ func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.Wit
 		if inst.dead.Load() {
 			return errCrashed
 		}
-		gr, name := f.describe(obj)
-		if err := f.refusal(verb, gr, name); err != nil {
+		gr, ns, name := f.describe(obj)
+		if err := f.refusal(verb, ns, gr, name); err != nil {
 			var status apierrors.APIStatus
 			errors.As(err, &status) // every refusal is an API status
 			code := int(status.Status().Code)
@@ -230,24 +237,24 @@ func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.Wit
 }
 
 // describe names the resource and object a write is for.
-func (f *controllerFaults) describe(obj any) (schema.GroupResource, string) {
+func (f *controllerFaults) describe(obj any) (gr schema.GroupResource, namespace, name string) {
 	var gvk schema.GroupVersionKind
-	var name string
 	switch o := obj.(type) {
 	case client.Object:
 		gvk, _ = apiutil.GVKForObject(o, f.scheme)
-		name = o.GetName()
+		namespace, name = o.GetNamespace(), o.GetName()
 	default:
-		// An apply configuration: its apiVersion, kind and name are fields.
+		// An apply configuration: its apiVersion, kind and metadata are
+		// fields.
 		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
 			u := unstructured.Unstructured{Object: m}
-			gvk, name = u.GroupVersionKind(), u.GetName()
+			gvk, namespace, name = u.GroupVersionKind(), u.GetNamespace(), u.GetName()
 		}
 	}
 	if m, err := f.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-		return m.Resource.GroupResource(), name
+		return m.Resource.GroupResource(), namespace, name
 	}
-	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, name
+	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, namespace, name
 }
 
 // wrapTransport delays or cuts the watch streams of a controller's
@@ -392,11 +399,11 @@ func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) ht
 			if verb == "" {
 				return rt.RoundTrip(req)
 			}
-			gr, name, sub := resourceOf(req.URL.Path)
+			gr, ns, name, sub := resourceOf(req.URL.Path)
 			if verb == "delete" && name == "" {
 				verb = "deletecollection"
 			}
-			if err := f.refusal(verb, gr, name); err != nil {
+			if err := f.refusal(verb, ns, gr, name); err != nil {
 				var status apierrors.APIStatus
 				errors.As(err, &status) // every refusal is an API status
 				f.rec.injectedRequest(properties.Request{
@@ -433,9 +440,10 @@ func writeVerb(req *http.Request) string {
 	return ""
 }
 
-// resourceOf reads the resource, object name and subresource from an API
-// path: /api/v1/namespaces/ns/pods/name/status, /apis/g/v/res/name, ...
-func resourceOf(path string) (gr schema.GroupResource, name, sub string) {
+// resourceOf reads the resource, namespace, object name and subresource
+// from an API path: /api/v1/namespaces/ns/pods/name/status,
+// /apis/g/v/res/name, ...
+func resourceOf(path string) (gr schema.GroupResource, namespace, name, sub string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
@@ -444,11 +452,11 @@ func resourceOf(path string) (gr schema.GroupResource, name, sub string) {
 		gr.Group = parts[1]
 		parts = parts[3:]
 	default:
-		return gr, "", ""
+		return gr, "", "", ""
 	}
 	// namespaces/NS/RESOURCE..., but not a namespace's own subresource.
 	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
-		parts = parts[2:]
+		namespace, parts = parts[1], parts[2:]
 	}
 	if len(parts) > 0 {
 		gr.Resource = parts[0]
@@ -459,7 +467,7 @@ func resourceOf(path string) (gr schema.GroupResource, name, sub string) {
 	if len(parts) > 2 {
 		sub = parts[2]
 	}
-	return gr, name, sub
+	return gr, namespace, name, sub
 }
 
 // statusResponse is the API server's answer with an error status.

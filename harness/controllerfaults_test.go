@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeprop/kubeprop/faults"
 )
 
 // watchServer streams one line, then a second after a pause, then ends.
@@ -28,7 +31,7 @@ func watchServer(t *testing.T, pause time.Duration) *httptest.Server {
 }
 
 func TestWatchDelay(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), nil, nil)
+	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
 	srv := watchServer(t, 0)
 	rt := f.wrapTransport(http.DefaultTransport)
 
@@ -67,7 +70,7 @@ func TestWatchDelay(t *testing.T) {
 }
 
 func TestWatchDrop(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), nil, nil)
+	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
 	srv := watchServer(t, time.Minute)
 	rt := f.wrapTransport(http.DefaultTransport)
 	require.False(t, f.dropWatches(), "no watch is open yet")
@@ -88,16 +91,29 @@ func TestWatchDrop(t *testing.T) {
 }
 
 func TestResourceOf(t *testing.T) {
-	for path, want := range map[string][3]string{
-		"/api/v1/namespaces/ns/pods":                                  {"/pods", "", ""},
-		"/api/v1/namespaces/ns/pods/web-1":                            {"/pods", "web-1", ""},
-		"/api/v1/namespaces/ns/pods/web-1/status":                     {"/pods", "web-1", "status"},
-		"/apis/apps.kubeprop.dev/v1/namespaces/ns/podsets/web/status": {"apps.kubeprop.dev/podsets", "web", "status"},
-		"/api/v1/nodes/n1":                                            {"/nodes", "n1", ""},
-		"/api/v1/namespaces/ns":                                       {"/namespaces", "ns", ""},
-		"/api/v1/namespaces/ns/finalize":                              {"/namespaces", "ns", "finalize"},
+	for path, want := range map[string][4]string{
+		"/api/v1/namespaces/ns/pods":                                  {"/pods", "ns", "", ""},
+		"/api/v1/namespaces/ns/pods/web-1":                            {"/pods", "ns", "web-1", ""},
+		"/api/v1/namespaces/ns/pods/web-1/status":                     {"/pods", "ns", "web-1", "status"},
+		"/apis/apps.kubeprop.dev/v1/namespaces/ns/podsets/web/status": {"apps.kubeprop.dev/podsets", "ns", "web", "status"},
+		"/api/v1/nodes/n1":                                            {"/nodes", "", "n1", ""},
+		"/api/v1/namespaces/ns":                                       {"/namespaces", "", "ns", ""},
+		"/api/v1/namespaces/ns/finalize":                              {"/namespaces", "", "ns", "finalize"},
 	} {
-		gr, name, sub := resourceOf(path)
-		require.Equal(t, want, [3]string{gr.Group + "/" + gr.Resource, name, sub}, path)
+		gr, ns, name, sub := resourceOf(path)
+		require.Equal(t, want, [4]string{gr.Group + "/" + gr.Resource, ns, name, sub}, path)
 	}
+}
+
+// TestRefusalInTheCaseNamespace: API errors refuse the case's writes only;
+// a controller of every namespace writing to an earlier case's goes
+// through, and the refusals left are not used up by it.
+func TestRefusalInTheCaseNamespace(t *testing.T) {
+	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
+	f.failWrites(faults.InternalError, 1, 0)
+	pods := schema.GroupResource{Resource: "pods"}
+	require.NoError(t, f.refusal("create", "kp-1", pods, ""))
+	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
+	require.Error(t, f.refusal("create", "ns", pods, ""))
+	require.NoError(t, f.refusal("create", "ns", pods, ""), "one refusal only")
 }

@@ -93,7 +93,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 	n := caseSeq.Add(1)
 	c := &caseRun{ctx: ctx, env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(env.timeScale),
 		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now()}
-	c.ctlFaults = newControllerFaults(c.recorder, spec.Scheme, env.mapper)
+	c.ctlFaults = newControllerFaults(c.recorder, c.namespace, spec.Scheme, env.mapper)
 	c.ctlFaults.onCrash = c.crashed
 	installPanicHook()
 	activeRecorder.Store(c.recorder)

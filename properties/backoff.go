@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ type BackoffOptions struct {
 	// Cap is the longest interval a retry may wait. Zero means 1000 s.
 	Cap time.Duration
 	// Slack is how many attempts beyond the exponential budget a streak
-	// may make, for jitter and coincident events. Zero means 3.
+	// may make, for jitter. Zero means 3.
 	Slack int
 	// RecoverWithin is how soon after the faults heal an object whose
 	// retries were failing must be tried again. Zero means 30 s, or Cap
@@ -38,10 +39,14 @@ type BackoffOptions struct {
 // or ask for a requeue, or API requests refused), it makes no more attempts
 // than an exponential back-off from Base allows, it never waits longer
 // than Cap, and once the faults heal an object whose reconcile was failing
-// is reconciled again within RecoverWithin. Replacing a failing pod (deleting a pod it
-// controls whose containers crashed, or that failed) is a retry too: the
-// replacements of one owner's pods may come no faster than an exponential
-// back-off from ReplaceBase allows.
+// is reconciled again within RecoverWithin. A write by another API user
+// to a resource the controller writes too ends a streak: every
+// informer-driven controller reacts to such news at once, and a reconcile
+// that then succeeds without the failing request (nothing left to write)
+// rightly starts its back-off anew. Replacing a failing pod (deleting
+// a pod it controls whose containers crashed, or that failed) is a retry
+// too: the replacements of one owner's pods may come no faster than an
+// exponential back-off from ReplaceBase allows.
 func BoundedBackoff(opts BackoffOptions) Property {
 	if opts.Base == 0 {
 		opts.Base = 5 * time.Millisecond
@@ -63,6 +68,48 @@ func BoundedBackoff(opts BackoffOptions) Property {
 
 type boundedBackoff struct{ opts BackoffOptions }
 
+// news are the times, sorted, of the writes by other API users to the
+// resources the controller writes itself: the objects it manages, which
+// its informers watch. (The audit log has no reads to tell what else it
+// watches.)
+type news []time.Time
+
+func newsOf(tr *Trace) news {
+	managed := map[string]bool{}
+	for _, r := range tr.Requests {
+		if r.User == tr.Controller && isWrite(r.Verb) {
+			managed[r.Resource] = true
+		}
+	}
+	var out news
+	for _, r := range tr.Requests {
+		if r.User != tr.Controller && isWrite(r.Verb) && managed[r.Resource] && r.Code < 300 {
+			out = append(out, r.At)
+		}
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return out
+}
+
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// between reports whether another writer wrote in (from, to].
+func (n news) between(from, to time.Time) bool {
+	i, _ := slices.BinarySearchFunc(n, from, func(t, from time.Time) int {
+		if t.After(from) {
+			return 1
+		}
+		return -1
+	})
+	return i < len(n) && !n[i].After(to)
+}
+
 func (boundedBackoff) Name() string             { return "bounded-backoff" }
 func (p boundedBackoff) Horizon() time.Duration { return p.opts.RecoverWithin }
 
@@ -74,8 +121,9 @@ type attempt struct {
 
 func (p boundedBackoff) Check(tr *Trace) Verdict {
 	var open []string
+	news := newsOf(tr)
 	for _, target := range attemptsByTarget(tr) {
-		if v, bad := p.checkTarget(tr, target); bad {
+		if v, bad := p.checkTarget(tr, target, news); bad {
 			return v
 		}
 		if n := len(target.attempts); target.mustRecover && n > 0 && target.attempts[n-1].failed {
@@ -90,7 +138,7 @@ func (p boundedBackoff) Check(tr *Trace) Verdict {
 	return pending("still failing: %s", strings.Join(open, ", "))
 }
 
-func (p boundedBackoff) checkTarget(tr *Trace, t target) (Verdict, bool) {
+func (p boundedBackoff) checkTarget(tr *Trace, t target, news news) (Verdict, bool) {
 	what, attempts := t.what, t.attempts
 	var streak []attempt
 	judge := func() (Verdict, bool) {
@@ -115,14 +163,17 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	for _, a := range attempts {
-		if !a.failed {
+		// News ends a streak; not one of replacements, which always
+		// follow news (the pod's crash).
+		if !a.failed || len(streak) > 0 && !t.replacements && news.between(streak[len(streak)-1].at, a.at) {
 			if v, bad := judge(); bad {
 				return v, true
 			}
 			streak = streak[:0]
-			continue
 		}
-		streak = append(streak, a)
+		if a.failed {
+			streak = append(streak, a)
+		}
 	}
 	if v, bad := judge(); bad {
 		return v, true

@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -227,6 +228,47 @@ func TestBoundedBackoff(t *testing.T) {
 		reqs[i].User = "app-controller"
 	}
 	require.EqualError(t, BoundedBackoff(BackoffOptions{}).Check(tr).Err, "bounded-backoff: update apps web retried without backing off")
+}
+
+// TestBoundedBackoffNews: another writer's change to what the controller
+// manages ends a streak (a pod event bypasses the workqueue's back-off in
+// every informer-driven controller, and a reconcile that then succeeds
+// without the failing write resets it); the same retries without news are
+// caught.
+func TestBoundedBackoffNews(t *testing.T) {
+	// The back-off's retries at 0, 5, 15, 35, 75, 155, 315 ms, then news,
+	// and the same again.
+	var reqs []Request
+	for _, from := range []time.Duration{0, 400 * time.Millisecond} {
+		d := from
+		for i := range 7 {
+			reqs = append(reqs, Request{At: at(d), User: "c", Verb: "create", Resource: "pods", Code: 429})
+			d += 5 * time.Millisecond << i
+		}
+	}
+	reqs = append(reqs, Request{At: at(399 * time.Millisecond), User: "kubelet", Verb: "patch", Resource: "pods", Subresource: "status", Name: "web-1", Code: 200})
+	slices.SortFunc(reqs, func(a, b Request) int { return a.At.Compare(b.At) })
+	tr := &Trace{Start: t0, Controller: "c", Requests: reqs, End: at(s), Final: true}
+	v := BoundedBackoff(BackoffOptions{}).Check(tr)
+	require.NoError(t, v.Err, v.Detail)
+
+	// The same attempts with the kubelet's writes refused, or made to a
+	// resource the controller does not write: no news.
+	for _, change := range []func(*Request){
+		func(r *Request) { r.Code = 500 },
+		func(r *Request) { r.Resource = "nodes" },
+	} {
+		changed := slices.Clone(reqs)
+		for i := range changed {
+			if changed[i].User == "kubelet" {
+				change(&changed[i])
+			}
+		}
+		tr.Requests = changed
+		v = BoundedBackoff(BackoffOptions{}).Check(tr)
+		require.EqualError(t, v.Err, "bounded-backoff: create pods retried without backing off")
+		require.Contains(t, v.Detail, "14 failed attempts in 715ms")
+	}
 }
 
 func TestNoPanicsAndFunc(t *testing.T) {
