@@ -90,7 +90,11 @@ func Targets() []Target {
 		slow(target("countsterminating", countsterminating.New, "converges", 1, "NodeLoss", "ScaleChange")),
 		target("recreatescrashing", recreatescrashing.New, "bounded-backoff", 1, "CrashLoop", "ScaleChange"),
 		target("nobackoff", nobackoff.New, "bounded-backoff", 2, "APIErrors", "ScaleChange"),
-		target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1, "ConflictingWriter", "ScaleChange"),
+		// A single conflicting round fails only when a later scale change
+		// meets the controller's stale memory of its value: such plans keep
+		// their scale changes (4 steps in one bench seed, 3 in one go test
+		// run); two or more rounds alone fail at once.
+		expect(target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1, "ConflictingWriter", "ScaleChange"), 4, 0),
 		target("statustimestamp", statustimestamp.New, "quiescent", 1, "ScaleChange"),
 		target("defaultingfight", defaultingfight.New, "converges", 1, "ScaleChange"),
 		// The overshoot depends on a reconcile falling inside the watch
@@ -99,8 +103,8 @@ func Targets() []Target {
 		// in one go test run).
 		expect(target("stalecache", stalecache.New, "at-most-replicas", 2, "StaleWatch", "ScaleChange"), 4, 0),
 		// The crash must fall between the two writes of one create: single
-		// steps dropped from a longer plan rarely keep that, and rapid's
-		// value shrinking (Writes: 3 to 1) needs more than the budget.
+		// steps dropped from a longer plan rarely keep that (the value pass
+		// now reaches 2 steps in the bench).
 		expect(target("twostepcreate", twostepcreate.New, "at-most-replicas", 2, "CrashAfterWrite", "ScaleChange"), 4, 0),
 		// A conflict window must cover every status write of a scale
 		// change: about one plan in ten of the focused search.
