@@ -112,14 +112,11 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		if first != nil && time.Since(failedAt) > budget {
 			return nil
 		}
-		rep, err := Run(context.Background(), env, spec, plan)
+		rep, err := runCase(env, spec, plan)
 		if err != nil {
 			rt.Fatalf("kubeprop: the harness failed: %v", err)
 		}
-		if spec.OnCase != nil {
-			spec.OnCase(rep)
-		}
-		if !rep.Failed() {
+		if rep == nil {
 			if outcomes != nil {
 				outcomes[key] = nil
 			}
@@ -181,6 +178,22 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	return finding, true
 }
 
+// runCase runs one plan of a search and shows it to Spec.OnCase; it
+// returns the report of a failure, nil for a pass.
+func runCase(env *Env, spec Spec, plan []faults.Step) (*Report, error) {
+	rep, err := Run(context.Background(), env, spec, plan)
+	if err != nil {
+		return nil, err
+	}
+	if spec.OnCase != nil {
+		spec.OnCase(rep)
+	}
+	if !rep.Failed() {
+		return nil, nil
+	}
+	return rep, nil
+}
+
 // shrinkPlan shrinks a failing case's plan beyond rapid's passes, keeping
 // each change after which the same property still fails: it drops steps
 // one at a time, then tries each step's simpler forms (faults.Simpler),
@@ -198,14 +211,8 @@ func shrinkPlan(env *Env, spec Spec, rep *Report, outcomes map[string]*Report, d
 				return false
 			}
 			var err error
-			if smaller, err = Run(context.Background(), env, spec, plan); err != nil {
+			if smaller, err = runCase(env, spec, plan); err != nil {
 				return false
-			}
-			if spec.OnCase != nil {
-				spec.OnCase(smaller)
-			}
-			if !smaller.Failed() {
-				smaller = nil
 			}
 			outcomes[key] = smaller
 		}
