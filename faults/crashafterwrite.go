@@ -6,26 +6,48 @@ import (
 	"pgregory.net/rapid"
 )
 
-// CrashAfterWriteStep kills the controller right after its Writes-th API
-// write from now on, wherever in a reconcile that falls, and starts a new
-// instance with a cold cache: what a crash between two writes leaves
-// behind, the new instance must repair. It stays armed until that write
-// or the heal.
+// CrashAfterWriteStep kills the controller right after one of its API
+// writes and starts a new instance with a cold cache: what a crash between
+// two writes leaves behind, the new instance must repair. It stays armed
+// until that write or the heal.
+//
+// Which write: the Writes-th from the step on whose verb is Verb ("create",
+// "update", "patch", "delete") and whose resource is Resource ("pods",
+// "podsets/status"); an empty Verb or Resource matches any. A search draws
+// the step unnamed (the k-th write of any kind); the case names it by the
+// write it crashed after (the first create of pods), and that named step is
+// what the report, the shrinker and the scenario file carry: "the k-th
+// write" falls on another write whenever the controller's timing differs,
+// the named one does not.
 type CrashAfterWriteStep struct {
-	Writes int `json:"writes"`
+	Verb     string `json:"verb,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Writes   int    `json:"writes"`
 }
 
 func (CrashAfterWriteStep) Fault() string { return "CrashAfterWrite" }
 
 func (s CrashAfterWriteStep) Apply(_ context.Context, t Target) error {
-	return t.CrashAfterWrites(max(1, s.Writes))
+	return t.CrashAfterWrites(WriteMatch{Verb: s.Verb, Resource: s.Resource}, max(1, s.Writes))
 }
 
 func (s CrashAfterWriteStep) simpler() []Step {
 	if s.Writes <= 1 {
 		return nil
 	}
-	return []Step{CrashAfterWriteStep{Writes: 1}}
+	return []Step{CrashAfterWriteStep{Verb: s.Verb, Resource: s.Resource, Writes: 1}}
+}
+
+// WriteMatch names the writes a CrashAfterWrite counts; empty fields match
+// any.
+type WriteMatch struct {
+	Verb     string
+	Resource string // with its subresource: "podsets/status"
+}
+
+// Matches reports whether a write of verb to resource is one of these.
+func (m WriteMatch) Matches(verb, resource string) bool {
+	return (m.Verb == "" || m.Verb == verb) && (m.Resource == "" || m.Resource == resource)
 }
 
 // CrashAfterWrite is the crash-between-writes fault.

@@ -81,9 +81,9 @@ type Target interface {
 	// FailWrites answers the controller's API writes with err: the next
 	// requests of them, or, when requests is 0, all of them for window.
 	FailWrites(err APIError, requests int, window time.Duration) error
-	// CrashAfterWrites kills the controller right after its next writes-th
-	// API write and starts a new instance.
-	CrashAfterWrites(writes int) error
+	// CrashAfterWrites kills the controller right after its writes-th API
+	// write from now on that match names, and starts a new instance.
+	CrashAfterWrites(match WriteMatch, writes int) error
 	// DelayWatches delays the controller's watch events by delay for
 	// window.
 	DelayWatches(delay, window time.Duration) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +103,8 @@ func (f *fakeTarget) FailWrites(e APIError, requests int, window time.Duration) 
 	f.calls = append(f.calls, fmt.Sprintf("fail writes %s %d %v", e, requests, window))
 	return nil
 }
-func (f *fakeTarget) CrashAfterWrites(writes int) error {
-	f.calls = append(f.calls, fmt.Sprintf("crash after %d", writes))
+func (f *fakeTarget) CrashAfterWrites(m WriteMatch, writes int) error {
+	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("crash after %d %s %s", writes, m.Verb, m.Resource)))
 	return nil
 }
 func (f *fakeTarget) DelayWatches(delay, window time.Duration) error {
@@ -126,13 +127,13 @@ func TestApplyNamesByIndex(t *testing.T) {
 		ControllerRestartStep{}, NodeRecoverStep{Node: 1},
 		CrashLoopStep{Pod: 1, Starts: 3, ExitCode: 2}, ReadinessFlapStep{Pod: 2},
 		APIErrorsStep{Error: Conflict, Requests: 3}, APIErrorsStep{Error: Timeout, ForMs: 1500},
-		CrashAfterWriteStep{Writes: 2}, CrashAfterWriteStep{}, StaleWatchStep{DelayMs: 500, ForMs: 2000}, StaleWatchStep{Drop: true},
+		CrashAfterWriteStep{Writes: 2}, CrashAfterWriteStep{}, CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}, StaleWatchStep{DelayMs: 500, ForMs: 2000}, StaleWatchStep{Drop: true},
 	} {
 		require.NoError(t, s.Apply(ctx, f), Format(s))
 	}
 	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1",
 		"crash-loop b/app 3 2", "ready a/app false", "ready a/app true",
-		"fail writes Conflict 3 0s", "fail writes Timeout 0 1.5s", "crash after 2", "crash after 1",
+		"fail writes Conflict 3 0s", "fail writes Timeout 0 1.5s", "crash after 2", "crash after 1", "crash after 1 create pods",
 		"delay watches 500ms for 2s", "drop watches"}, f.calls)
 
 	// Steps that no longer apply are no-ops, not failures.
@@ -175,6 +176,8 @@ func TestUserChange(t *testing.T) {
 // write and a single conflicting write; other steps have no simpler form.
 func TestSimpler(t *testing.T) {
 	require.Equal(t, []Step{CrashAfterWriteStep{Writes: 1}}, Simpler(CrashAfterWriteStep{Writes: 3}))
+	require.Equal(t, []Step{CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}},
+		Simpler(CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 2}))
 	require.Empty(t, Simpler(CrashAfterWriteStep{Writes: 1}))
 	cw := ConflictingWriterStep{Field: "spec.replicas", Value: 7, Rounds: 4}
 	one := cw

@@ -91,20 +91,24 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 	// scenario be saved and reported first.
 	rtb := &deferFailNow{TB: t}
 	// From the first failure on, the outcome of every plan run, by plan:
-	// the failing report, or nil for a pass. rapid's shrinker tries bit
-	// streams, and many draw a plan already run; minimizing one block can
-	// try a hundred of them between its deadline checks, and a case takes
-	// seconds. A plan drawn again is answered from here.
-	var outcomes map[string]*Report
+	// its failures, nil for a pass. rapid's shrinker tries bit streams,
+	// and many draw a plan already run; minimizing one block can try a
+	// hundred of them between its deadline checks, and a case takes
+	// seconds. A plan drawn again is answered from here. Only the failures
+	// are kept, not the reports (a report holds its whole trace): last is
+	// the one report kept, of the shortest failing plan, the latest run
+	// among equals. A plan answered from here never replaces it: when it
+	// ran, it was no shorter than last is now.
+	var outcomes map[string][]Failure
 	// outcome runs a plan, or answers it from outcomes; it returns the
-	// report of a failure, nil for a pass.
-	outcome := func(rt *rapid.T, plan []faults.Step) *Report {
+	// first failure, nil for a pass.
+	outcome := func(rt *rapid.T, plan []faults.Step) *Failure {
 		key := faults.FormatPlan(plan)
-		if rep, ok := outcomes[key]; ok {
-			if rep != nil && rep.Failures[0].Property == first.Failures[0].Property {
-				last = rep
+		if failures, ok := outcomes[key]; ok {
+			if len(failures) == 0 {
+				return nil
 			}
-			return rep
+			return &failures[0]
 		}
 		// rapid checks its shrink deadline between passes, and a pass can
 		// try dozens of plans. Past the budget, plans not run yet are
@@ -124,24 +128,24 @@ func search(t TB, env *Env, spec Spec, name string) (finding *Finding, failed bo
 		}
 		if first == nil {
 			first, failedAt = rep, time.Now()
-			outcomes = map[string]*Report{}
+			outcomes = map[string][]Failure{}
 		}
-		outcomes[key] = rep
+		outcomes[key] = rep.Failures
 		// rapid keeps a smaller plan only if it fails the same way.
-		if rep.Failures[0].Property == first.Failures[0].Property {
+		if rep.Failures[0].Property == first.Failures[0].Property && (last == nil || len(rep.Plan) <= len(last.Plan)) {
 			if last == nil || len(rep.Plan) < len(last.Plan) {
 				lastAt = time.Now()
 			}
 			last = rep
 		}
-		return rep
+		return &rep.Failures[0]
 	}
 	rapid.Check(rtb, func(rt *rapid.T) {
 		plan := faults.Plan(spec.Faults, cfg, spec.MaxSteps).Draw(rt, "plan")
 		// One call site, whether the plan ran or was answered: rapid tells
 		// failures apart by their traceback.
-		if rep := outcome(rt, plan); rep != nil {
-			failFrom(rt, rep.Failures[0])
+		if f := outcome(rt, plan); f != nil {
+			failFrom(rt, *f)
 		}
 	})
 	if !rtb.Failed() || last == nil {
@@ -200,23 +204,26 @@ func runCase(env *Env, spec Spec, plan []faults.Step) (*Report, error) {
 // and drops again after a simpler value, until nothing changes or the
 // deadline passes. Plans in outcomes are not run again; the new ones are
 // added. It returns the smallest failing report and when it was found.
-func shrinkPlan(env *Env, spec Spec, rep *Report, outcomes map[string]*Report, deadline time.Time) (*Report, time.Time) {
+// A plan in outcomes is no candidate: had it failed the same way, it
+// would be rep (see search).
+func shrinkPlan(env *Env, spec Spec, rep *Report, outcomes map[string][]Failure, deadline time.Time) (*Report, time.Time) {
 	at := time.Time{}
 	property := rep.Failures[0].Property
 	fails := func(plan []faults.Step) bool {
 		key := faults.FormatPlan(plan)
-		smaller, known := outcomes[key]
-		if !known {
-			if !time.Now().Before(deadline) {
-				return false
-			}
-			var err error
-			if smaller, err = runCase(env, spec, plan); err != nil {
-				return false
-			}
-			outcomes[key] = smaller
+		if _, known := outcomes[key]; known || !time.Now().Before(deadline) {
+			return false
 		}
-		if smaller != nil && smaller.Failures[0].Property == property {
+		smaller, err := runCase(env, spec, plan)
+		if err != nil {
+			return false
+		}
+		outcomes[key] = nil
+		if smaller == nil {
+			return false
+		}
+		outcomes[key] = smaller.Failures
+		if smaller.Failures[0].Property == property {
 			rep, at = smaller, time.Now()
 			return true
 		}

@@ -70,6 +70,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 	c.reachable.Store(true)
 	inst := &instance{}
 	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(inst.track)
 	cfg.Wrap(c.ctlFaults.wrapTransport)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 c.spec.Scheme,
@@ -108,6 +109,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 		cancel()
 		select {
 		case err := <-done:
+			inst.closeConnections()
 			if err != nil {
 				return fmt.Errorf("the controller's manager ended with: %w", err)
 			}

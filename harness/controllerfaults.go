@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -54,7 +55,10 @@ type controllerFaults struct {
 	failErr    faults.APIError
 	failLeft   int       // writes still to refuse, in count mode
 	failUntil  time.Time // end of the window, in window mode
-	crashLeft  int       // writes until the crash; 0 when disarmed
+	crashLeft  int       // matching writes until the crash; 0 when disarmed
+	crashMatch faults.WriteMatch
+	crashSeen  map[string]int // writes since armed, by verb and resource
+	crashNamed func(faults.CrashAfterWriteStep)
 	watchDelay time.Duration
 	watchUntil time.Time
 	watches    map[*delayedBody]bool
@@ -71,6 +75,30 @@ func newControllerFaults(rec *recorder, namespace string, scheme *runtime.Scheme
 type instance struct {
 	dead atomic.Bool
 	kill func() // ends a controller process at its crash; nil in process
+
+	mu         sync.Mutex
+	transports []http.RoundTripper
+}
+
+// track is the first rest.Config.Wrap of an instance's connection: it
+// keeps the transport under the harness's wrappers. A wrapped config's
+// transport is never shared (client-go cannot cache it), so each instance
+// has its own connections, which closeConnections ends once it stopped:
+// otherwise every case leaves its HTTP/2 connections and their read loops.
+func (inst *instance) track(rt http.RoundTripper) http.RoundTripper {
+	inst.mu.Lock()
+	inst.transports = append(inst.transports, rt)
+	inst.mu.Unlock()
+	return rt
+}
+
+func (inst *instance) closeConnections() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	for _, rt := range inst.transports {
+		utilnet.CloseIdleConnectionsFor(rt)
+	}
+	inst.transports = nil
 }
 
 func (f *controllerFaults) failWrites(e faults.APIError, requests int, window time.Duration) {
@@ -82,9 +110,12 @@ func (f *controllerFaults) failWrites(e faults.APIError, requests int, window ti
 	}
 }
 
-func (f *controllerFaults) crashAfter(writes int) {
+// crashAfter arms the crash after the writes-th write that match names;
+// named is told which write that was, by its verb, resource and rank
+// among writes of both since now.
+func (f *controllerFaults) crashAfter(match faults.WriteMatch, writes int, named func(faults.CrashAfterWriteStep)) {
 	f.mu.Lock()
-	f.crashLeft = writes
+	f.crashLeft, f.crashMatch, f.crashSeen, f.crashNamed = writes, match, map[string]int{}, named
 	f.mu.Unlock()
 }
 
@@ -145,16 +176,35 @@ func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResour
 	}
 }
 
-// wrote counts a write that went through; it reports whether the
-// controller dies of it.
-func (f *controllerFaults) wrote() bool {
+// wrote counts a write that went through (resource with its
+// subresource: "podsets/status"); it reports whether the controller dies
+// of it.
+func (f *controllerFaults) wrote(verb, resource string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.crashLeft == 0 {
 		return false
 	}
+	f.crashSeen[verb+" "+resource]++
+	if !f.crashMatch.Matches(verb, resource) {
+		return false
+	}
 	f.crashLeft--
-	return f.crashLeft == 0
+	if f.crashLeft > 0 {
+		return false
+	}
+	if f.crashNamed != nil {
+		f.crashNamed(faults.CrashAfterWriteStep{Verb: verb, Resource: resource, Writes: f.crashSeen[verb+" "+resource]})
+	}
+	return true
+}
+
+// withSubresource is how a CrashAfterWrite names a resource.
+func withSubresource(resource, sub string) string {
+	if sub == "" {
+		return resource
+	}
+	return resource + "/" + sub
 }
 
 func (f *controllerFaults) watchDelayNow() time.Duration {
@@ -184,7 +234,7 @@ func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.Wit
 			return err
 		}
 		err := do()
-		if err == nil && f.wrote() {
+		if err == nil && f.wrote(verb, withSubresource(gr.Resource, sub)) {
 			inst.dead.Store(true)
 			f.onCrash()
 		}
@@ -276,14 +326,20 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // delayedBody passes a watch stream on, each chunk no sooner than the
 // watch delay in force after it arrived: order is kept, events are late.
+// Two goroutines per stream, receive and deliver, both end when the
+// stream ends, is cut or is closed.
 type delayedBody struct {
 	f       *controllerFaults
 	src     io.ReadCloser
 	out     *io.PipeReader
 	in      *io.PipeWriter
-	chunks  chan watchChunk
 	cutOnce sync.Once
 	cutCh   chan struct{}
+
+	mu        sync.Mutex
+	pending   []watchChunk  // received, not delivered yet
+	arrived   chan struct{} // signalled (capacity 1) when pending grows
+	delivered bool          // deliver has ended: nothing more is queued
 }
 
 type watchChunk struct {
@@ -294,7 +350,7 @@ type watchChunk struct {
 
 func (f *controllerFaults) delayed(src io.ReadCloser) *delayedBody {
 	out, in := io.Pipe()
-	b := &delayedBody{f: f, src: src, out: out, in: in, chunks: make(chan watchChunk, 4096), cutCh: make(chan struct{})}
+	b := &delayedBody{f: f, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
 	f.mu.Lock()
 	f.watches[b] = true
 	f.mu.Unlock()
@@ -303,47 +359,82 @@ func (f *controllerFaults) delayed(src io.ReadCloser) *delayedBody {
 	return b
 }
 
+// receive queues what the stream brings, each chunk in a slice of its own
+// size (a watch event is often a few hundred bytes of a 32 KiB read).
 func (b *delayedBody) receive() {
-	send := func(c watchChunk) bool {
-		select {
-		case b.chunks <- c:
-			return true
-		case <-b.cutCh:
-			return false
-		}
-	}
+	buf := make([]byte, 32<<10)
 	for {
-		buf := make([]byte, 32<<10)
 		n, err := b.src.Read(buf)
 		if n > 0 {
-			b.f.undelivered.Add(1)
-			if !send(watchChunk{at: time.Now(), data: buf[:n]}) {
-				b.f.undelivered.Add(-1)
-				return
-			}
+			b.push(watchChunk{at: time.Now(), data: bytes.Clone(buf[:n])})
 		}
 		if err != nil {
-			send(watchChunk{at: time.Now(), err: err})
+			b.push(watchChunk{at: time.Now(), err: err})
 			return
 		}
 	}
 }
 
+// push queues a chunk for deliver, unless deliver has ended.
+func (b *delayedBody) push(c watchChunk) {
+	b.mu.Lock()
+	if b.delivered {
+		b.mu.Unlock()
+		return
+	}
+	if c.err == nil {
+		b.f.undelivered.Add(1)
+	}
+	b.pending = append(b.pending, c)
+	b.mu.Unlock()
+	select {
+	case b.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the oldest pending chunk; false once the stream is cut.
+func (b *delayedBody) next() (watchChunk, bool) {
+	for {
+		b.mu.Lock()
+		if len(b.pending) > 0 {
+			c := b.pending[0]
+			b.pending[0] = watchChunk{}
+			b.pending = b.pending[1:]
+			b.mu.Unlock()
+			return c, true
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.arrived:
+		case <-b.cutCh:
+			return watchChunk{}, false
+		}
+	}
+}
+
 func (b *delayedBody) deliver() {
-	// Chunks dropped with a cut stream are no longer coming.
+	// Chunks dropped with a cut stream are no longer coming; a stream that
+	// ended is no longer open.
 	defer func() {
-		for {
-			select {
-			case c := <-b.chunks:
-				if c.err == nil {
-					b.f.undelivered.Add(-1)
-				}
-			default:
-				return
+		b.f.mu.Lock()
+		delete(b.f.watches, b)
+		b.f.mu.Unlock()
+		b.mu.Lock()
+		b.delivered = true
+		for _, c := range b.pending {
+			if c.err == nil {
+				b.f.undelivered.Add(-1)
 			}
 		}
+		b.pending = nil
+		b.mu.Unlock()
 	}()
-	for c := range b.chunks {
+	for {
+		c, ok := b.next()
+		if !ok {
+			return
+		}
 		for time.Since(c.at) < b.f.watchDelayNow() {
 			select {
 			case <-b.cutCh:
@@ -413,7 +504,7 @@ func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) ht
 				return statusResponse(req, status.Status()), nil
 			}
 			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode < 300 && f.wrote() {
+			if err == nil && resp.StatusCode < 300 && f.wrote(verb, withSubresource(gr.Resource, sub)) {
 				inst.dead.Store(true)
 				if inst.kill != nil {
 					inst.kill()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +118,86 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
 	require.Error(t, f.refusal("create", "ns", pods, ""))
 	require.NoError(t, f.refusal("create", "ns", pods, ""), "one refusal only")
+}
+
+// TestWatchStreamsLeaveNothingBehind: every way a watch stream ends (the
+// server ends it, it is cut, the controller closes it while its events are
+// held back, the controller stops reading) ends both goroutines of its
+// delay buffer, and nothing keeps counting as undelivered.
+func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
+	srv := watchServer(t, 100*time.Millisecond)
+	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
+	rt := f.wrapTransport(http.DefaultTransport)
+	open := func() io.ReadCloser {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		return resp.Body
+	}
+
+	// Read to the end, then closed.
+	body := open()
+	_, err := io.ReadAll(body)
+	require.NoError(t, err)
+	require.NoError(t, body.Close())
+
+	// Read to the end and never closed: the stream's end ends both.
+	_, err = io.ReadAll(open())
+	require.NoError(t, err)
+
+	// Cut while open.
+	body = open()
+	_, err = io.ReadFull(body, make([]byte, 6))
+	require.NoError(t, err)
+	require.True(t, f.dropWatches())
+	require.NoError(t, body.Close())
+
+	// Closed while its events are held back.
+	f.delayWatches(time.Hour, time.Hour)
+	body = open()
+	time.Sleep(200 * time.Millisecond) // both lines arrive and are held
+	require.NoError(t, body.Close())
+
+	// Nobody reads, then it is closed.
+	f.heal()
+	body = open()
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, body.Close())
+
+	require.Eventually(t, func() bool { return goroutinesIn("(*delayedBody)") == 0 }, 5*time.Second, 10*time.Millisecond,
+		"goroutines of watch delay buffers left:\n%s", stacksWith("(*delayedBody)"))
+	require.Eventually(t, func() bool { return f.undelivered.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"held-back chunks still counted: %d", f.undelivered.Load())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Empty(t, f.watches, "a closed watch is still listed as open")
+}
+
+// stacksWith returns the stacks of the goroutines that have fn in theirs.
+func stacksWith(fn string) string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// goroutinesIn counts the goroutines that have fn in their stacks.
+func goroutinesIn(fn string) int {
+	s := stacksWith(fn)
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "\n\n") + 1
 }

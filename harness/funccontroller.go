@@ -34,6 +34,7 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 	c.reachable.Store(true)
 	inst := &instance{}
 	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(inst.track)
 	cfg.Wrap(c.ctlFaults.wrapTransport)
 	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
 	ctx, cancel := context.WithCancel(ctx)
@@ -60,6 +61,7 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 		cancel()
 		select {
 		case err := <-done:
+			inst.closeConnections()
 			if err != nil && !errors.Is(err, context.Canceled) && !inst.dead.Load() {
 				return fmt.Errorf("the controller ended with: %w", err)
 			}

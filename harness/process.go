@@ -121,10 +121,12 @@ type controllerProxy struct {
 	srv       *http.Server
 	connected chan struct{} // closed at the first request
 	once      sync.Once
+	inst      *instance
 }
 
 func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
 	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(inst.track)
 	cfg.Wrap(c.ctlFaults.wrapTransport)
 	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
 	rt, err := rest.TransportFor(cfg)
@@ -139,7 +141,7 @@ func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the controller's proxy: %w", err)
 	}
-	p := &controllerProxy{url: "http://" + ln.Addr().String(), connected: make(chan struct{})}
+	p := &controllerProxy{url: "http://" + ln.Addr().String(), connected: make(chan struct{}), inst: inst}
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport: rt,
@@ -163,7 +165,10 @@ func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
 	return p, nil
 }
 
-func (p *controllerProxy) close() { _ = p.srv.Close() }
+func (p *controllerProxy) close() {
+	_ = p.srv.Close()
+	p.inst.closeConnections()
+}
 
 func writeProxyKubeconfig(path, server, namespace string) error {
 	cfg := clientcmdapi.NewConfig()

@@ -10,13 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -371,24 +369,6 @@ func mergeRequests(audit, injected []properties.Request) []properties.Request {
 	out := append(append(make([]properties.Request, 0, len(audit)+len(injected)), audit...), injected...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
-}
-
-// activeRecorder receives the panics of in-process controllers: cases run
-// one at a time, and controller-runtime reports recovered panics through
-// the process-wide utilruntime.PanicHandlers.
-var (
-	activeRecorder atomic.Pointer[recorder]
-	panicHookOnce  sync.Once
-)
-
-func installPanicHook() {
-	panicHookOnce.Do(func() {
-		utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(_ context.Context, v any) {
-			if r := activeRecorder.Load(); r != nil {
-				r.panicked(v)
-			}
-		})
-	})
 }
 
 // fieldWrites diffs two versions of an object field by field and names,

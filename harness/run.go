@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +39,8 @@ type Report struct {
 	Timeline []string
 	// Trace is everything recorded.
 	Trace *properties.Trace
+	// Teardown is what ending the case had to force or left behind.
+	Teardown Teardown
 }
 
 // Failure is one property that did not hold.
@@ -75,8 +79,13 @@ type caseRun struct {
 	crashErr       error          // a restart after a crash that failed
 	crashes        sync.WaitGroup // restarts after crashes under way
 
-	logMu    sync.Mutex
+	step int // the index of the step being applied
+
+	logMu    sync.Mutex // guards timeline and named
 	timeline []string
+	// named are the steps that the case named as they acted, by index: a
+	// CrashAfterWrite by the write it crashed after.
+	named map[int]faults.Step
 }
 
 var caseSeq atomic.Int64
@@ -85,25 +94,38 @@ var caseSeq atomic.Int64
 // controller, the fixtures, each step followed by a settle, then the heal
 // and the properties' verdicts. The error is for the harness's own
 // failures; the properties' failures are in the report.
-func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report, error) {
+func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Report, err error) {
 	spec = spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
 	n := caseSeq.Add(1)
-	c := &caseRun{ctx: ctx, env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(env.timeScale),
-		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now()}
+	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(env.timeScale),
+		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}}
 	c.ctlFaults = newControllerFaults(c.recorder, c.namespace, spec.Scheme, env.mapper)
 	c.ctlFaults.onCrash = c.crashed
-	installPanicHook()
-	activeRecorder.Store(c.recorder)
-	defer activeRecorder.Store(nil)
-	defer c.teardown()
+	ctx = withCase(ctx, c)
+	c.ctx = ctx
+	defer trackCase(c)()
+	defer func() {
+		td := c.teardown()
+		if rep != nil {
+			rep.Teardown = td
+			for _, f := range td.Forced {
+				rep.Timeline = append(rep.Timeline, c.stamp("teardown: "+f))
+			}
+			for _, l := range td.Left {
+				rep.Timeline = append(rep.Timeline, c.stamp("teardown left: "+l))
+			}
+			rep.Timeline = append(rep.Timeline, c.stamp(fmt.Sprintf("teardown took %.1fs (%s)", td.Took.Seconds(), strings.Join(td.Phases, ", "))))
+		}
+	}()
 
 	if err := c.setup(ctx, n); err != nil {
 		return nil, err
 	}
-	for _, step := range plan {
+	for i, step := range plan {
+		c.step = i
 		at := time.Now()
 		c.recorder.event(step, at)
 		err := step.Apply(ctx, c)
@@ -133,7 +155,23 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 	}
 	c.recorder.heal(time.Now())
 	c.logf("healed: faults stop")
-	return c.judge(ctx, plan)
+	return c.judge(ctx, c.namedPlan(plan))
+}
+
+// namedPlan is the plan with the steps named as they acted.
+func (c *caseRun) namedPlan(plan []faults.Step) []faults.Step {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	if len(c.named) == 0 {
+		return plan
+	}
+	plan = slices.Clone(plan)
+	for _, i := range slices.Sorted(maps.Keys(c.named)) {
+		s := c.named[i]
+		c.timeline = append(c.timeline, c.stamp(fmt.Sprintf("step %d %s is %s", i+1, faults.Format(plan[i]), faults.Format(s))))
+		plan[i] = s
+	}
+	return plan
 }
 
 func (c *caseRun) setup(ctx context.Context, n int64) error {
@@ -276,29 +314,15 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 	return rep, nil
 }
 
-func (c *caseRun) teardown() {
-	c.ctlFaults.heal()
-	c.crashes.Wait()
-	c.ctlMu.Lock()
-	defer c.ctlMu.Unlock()
-	if err := c.stopController(); err != nil {
-		c.logf("stopping the controller: %v", err)
-	}
-	c.recorder.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, n := range c.nodes {
-		_ = n.Remove(ctx)
-	}
-	if c.userClient != nil {
-		_ = c.userClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}})
-	}
-}
-
 func (c *caseRun) logf(format string, args ...any) {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
-	c.timeline = append(c.timeline, fmt.Sprintf("%7.2fs  %s", time.Since(c.started).Seconds(), fmt.Sprintf(format, args...)))
+	c.timeline = append(c.timeline, c.stamp(fmt.Sprintf(format, args...)))
+}
+
+// stamp prefixes a timeline line with the case's time.
+func (c *caseRun) stamp(line string) string {
+	return fmt.Sprintf("%7.2fs  %s", time.Since(c.started).Seconds(), line)
 }
 
 // writesPerManager counts writes by field manager, most first.

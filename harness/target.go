@@ -219,11 +219,16 @@ func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Durati
 	return nil
 }
 
-func (c *caseRun) CrashAfterWrites(writes int) error {
+func (c *caseRun) CrashAfterWrites(match faults.WriteMatch, writes int) error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	c.ctlFaults.crashAfter(writes)
+	step := c.step
+	c.ctlFaults.crashAfter(match, writes, func(named faults.CrashAfterWriteStep) {
+		c.logMu.Lock()
+		c.named[step] = named
+		c.logMu.Unlock()
+	})
 	return nil
 }
 

@@ -33,7 +33,13 @@ type widgetReconciler struct {
 	// exitAt, when set, ends the process when a Widget asks for that many
 	// replicas: a controller binary that crashes mid-case.
 	exitAt int64
+	// finalizer puts widgetFinalizer on every pod it creates and removes it
+	// from its pods being deleted, as controllers that clean up after
+	// their pods do: once the controller is stopped, nothing removes it.
+	finalizer bool
 }
+
+const widgetFinalizer = "test.kubeprop.dev/cleanup"
 
 func newWidget(ns, name string, replicas int64) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -69,6 +75,11 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var active []corev1.Pod
 	ready := int64(0)
 	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil && controllerutil.RemoveFinalizer(&p, widgetFinalizer) {
+			if err := r.Update(ctx, &p); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
@@ -85,6 +96,9 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				TerminationGracePeriodSeconds: ptr.To[int64](30),
 				Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
 			},
+		}
+		if r.finalizer {
+			controllerutil.AddFinalizer(pod, widgetFinalizer)
 		}
 		if err := controllerutil.SetControllerReference(w, pod, r.Scheme()); err != nil {
 			return ctrl.Result{}, err

@@ -25,6 +25,60 @@ import (
 // ends in the way the variable names, for TestNoLeakedProcesses.
 const leakModeEnv = "KUBEPROP_TEST_LEAK_MODE"
 
+// clusterProcesses is how many processes the helper runs that name its
+// cluster's folder: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and a controller binary.
+const clusterProcesses = 5
+
+// processWait bounds the waits for processes to show in /proc or leave it:
+// generous, for a machine loaded by other test binaries.
+const processWait = 30 * time.Second
+
+// awaitProcesses waits until exactly n processes name a file in dir and
+// returns those of the last look, n of them unless processWait passed.
+// A process started a moment ago may not show yet: exec.Cmd.Start returns
+// once the child is inside execve, but the kernel sets the new program's
+// command line and environment (mm->arg_start, env_start) only after it
+// has closed the close-on-exec pipe Start waits on, so for a moment
+// /proc/<pid>/cmdline and environ read empty. On a loaded machine the
+// moment is long enough for a single look to miss the process.
+func awaitProcesses(dir string, n int) []int {
+	var pids []int
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, processWait, true, func(context.Context) (bool, error) {
+		pids = processesUnder(dir)
+		return len(pids) == n, nil
+	})
+	return pids
+}
+
+// requireStaysGone waits until gone reports true, then checks that it
+// keeps reporting true for a second: what was stopped must not come back.
+// gone also describes what is left, for the failure.
+func requireStaysGone(t *testing.T, what string, gone func() (bool, string)) {
+	t.Helper()
+	var left string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, processWait, true, func(context.Context) (bool, error) {
+		ok, desc := gone()
+		left = desc
+		return ok, nil
+	})
+	require.NoError(t, err, "%s: still there after %v: %s", what, processWait, left)
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		ok, desc := gone()
+		require.True(t, ok, "%s: back after it was gone: %s", what, desc)
+	}
+}
+
+// noProcessesUnder is a gone func for requireStaysGone: no process names a
+// file in dir.
+func noProcessesUnder(dir string) func() (bool, string) {
+	return func() (bool, string) {
+		pids := processesUnder(dir)
+		return len(pids) == 0, fmt.Sprintf("processes %v name %s", pids, dir)
+	}
+}
+
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
 	mode := os.Getenv(leakModeEnv)
@@ -45,7 +99,9 @@ func TestMain(m *testing.M) {
 		fmt.Println("start failed: the controller:", err)
 		os.Exit(3)
 	}
-	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(processesUnder(c.Dir())))
+	// The controller has only just started: wait for it (and the rest) to
+	// show in /proc, or for processWait to pass and the count to be wrong.
+	fmt.Printf("cluster-dir=%s\nprocesses=%d\n", c.Dir(), len(awaitProcesses(c.Dir(), clusterProcesses)))
 	switch mode {
 	case "stop":
 		_ = c.Stop()
@@ -119,7 +175,7 @@ func TestNoLeakedProcesses(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, dir, "the helper printed no cluster folder")
-			require.Equal(t, 5, running, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a controller binary should run")
+			require.Equal(t, clusterProcesses, running, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a controller binary should run")
 			var stdout strings.Builder
 			copied := make(chan struct{})
 			go func() {
@@ -138,11 +194,11 @@ func TestNoLeakedProcesses(t *testing.T) {
 			require.Equal(t, c.exitCode, cmd.ProcessState.ExitCode(), "helper output:\n%s", output)
 			require.Contains(t, output, c.output)
 
-			err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			requireStaysGone(t, "after the helper ended ("+name+"), its cluster's processes and folder", func() (bool, string) {
+				pids := processesUnder(dir)
 				_, statErr := os.Stat(dir)
-				return len(processesUnder(dir)) == 0 && os.IsNotExist(statErr), nil
+				return len(pids) == 0 && os.IsNotExist(statErr), fmt.Sprintf("processes %v name %s; the folder: %v", pids, dir, statErr)
 			})
-			require.NoError(t, err, "after the helper ended (%s), processes %v still name %s, or it still exists", name, processesUnder(dir), dir)
 		})
 	}
 }
@@ -204,8 +260,7 @@ exit 1
 	require.Less(t, time.Since(start), 50*time.Second, "a child dying at start must fail fast, not wait for the start timeout")
 	// etcd and kube-apiserver, started before it, are stopped: their
 	// command lines name the assets folder.
-	require.Eventually(t, func() bool { return len(processesUnder(dir)) == 0 }, 20*time.Second, 100*time.Millisecond,
-		"processes left running: %v", processesUnder(dir))
+	requireStaysGone(t, "the processes started before it", noProcessesUnder(dir))
 }
 
 func TestBadOptions(t *testing.T) {

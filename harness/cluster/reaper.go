@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // reaperEnv names the cluster folder to a re-executed test binary that is
@@ -57,11 +58,23 @@ func startReaper(dir string) (*os.File, error) {
 func runReaper(dir string, stdin io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	_, _ = io.Copy(io.Discard, stdin)
-	for _, pid := range processesUnder(dir) {
-		// The cluster's processes lead their own groups; kill the group so
-		// that anything they started goes too.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	// A process caught starting shows an empty command line and
+	// environment for a moment: scan until two scans in a row find
+	// nothing (bounded).
+	for quiet, deadline := 0, time.Now().Add(5*time.Second); quiet < 2 && time.Now().Before(deadline); {
+		pids := processesUnder(dir)
+		for _, pid := range pids {
+			// The cluster's processes lead their own groups; kill the group
+			// so that anything they started goes too.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(pids) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	_ = os.RemoveAll(dir)
 }

@@ -214,3 +214,17 @@ func TestCrashLoopInherited(t *testing.T) {
 	sim.StopCrashLoops("ns")
 	require.Zero(t, sim.newPodState(pod("owner-1"), &Node{name: "n"}, time.Now()).containers[0].crashStarts, "after the heal")
 }
+
+// A gone pod leaves no back-off entry behind: over thousands of cases the
+// kubelet's back-off table would otherwise grow by every crashed pod.
+func TestForgetPodDropsItsBackOff(t *testing.T) {
+	l := newCrashLoop(t, corev1.RestartPolicyAlways, 20)
+	l.crash(Killed)
+	l.crash(Killed)
+	key := backoffKey(l.pod, "app")
+	require.NotZero(t, l.sim.backoff.Get(key))
+	l.sim.pods = map[string]*podState{"ns/p": l.st}
+	l.sim.forgetPod("ns/p")
+	require.Empty(t, l.sim.pods)
+	require.Zero(t, l.sim.backoff.Get(key), "the back-off entry of a gone pod is kept")
+}

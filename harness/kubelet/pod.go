@@ -35,9 +35,7 @@ func (s *Simulator) syncPod(ctx context.Context, key string) error {
 	}
 	pod, err := s.podLister.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		s.mu.Lock()
-		delete(s.pods, key)
-		s.mu.Unlock()
+		s.forgetPod(key)
 		return nil
 	}
 	if err != nil {
@@ -309,9 +307,25 @@ func (s *Simulator) confirmDeletion(ctx context.Context, key string, pod *corev1
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("kubelet simulator: confirming the deletion of pod %s: %w", key, err)
 	}
-	s.mu.Lock()
-	delete(s.pods, key)
-	s.mu.Unlock()
+	s.forgetPod(key)
 	s.emit(Event{Kind: PodDeleted, Time: s.opts.Clock.Now(), Node: pod.Spec.NodeName, Namespace: pod.Namespace, Pod: pod.Name})
 	return nil
+}
+
+// forgetPod drops a gone pod's state and its containers' back-off
+// entries, as the kubelet's pod cleanup does: nothing of a pod outlives
+// it, over thousands of cases.
+func (s *Simulator) forgetPod(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.pods[key]
+	delete(s.pods, key)
+	if st == nil {
+		return
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: st.uid}}
+	for _, c := range st.containers {
+		s.backoff.DeleteEntry(backoffKey(pod, c.name))
+	}
 }

@@ -1,0 +1,490 @@
+// Command soak runs many cases of the conformance suite's targets
+// (controllers/suite) one after another in one process and one hollow
+// cluster, and watches what a long run keeps: the process's memory and
+// goroutines, the case namespaces, pods and nodes left in the cluster, and
+// the API server's memory. Each case is a plan drawn from every fault of
+// the target's Spec (not the focused ones), deterministically from the
+// seed (case i draws with seed+i), run through harness.Run; nothing is
+// shrunk.
+//
+// It prints one line after the first case (the baseline), one every
+// -every cases and one after the last:
+//
+//	soak: case 100/1000 failures=0 errors=0 rss=… heap=… goroutines=… namespaces=0 pods=0 nodes=0 apiserver_rss=… elapsed=…
+//
+// then a summary: the growth of the process's RSS (and heap, and the API
+// server's RSS) from case -every to the end, and the goroutines at the end
+// against after the first case. A property failure is printed on one line
+// (target, case, plan, message) and its scenario saved under -scenarios
+// with the command that replays it; a harness error is printed and counted
+// apart. The soak goes on after either. SIGINT or SIGTERM ends the case
+// under way (its teardown runs), prints the summary of the cases done and
+// stops the cluster; a second signal exits at once (the cluster's watchdog
+// stops its processes).
+//
+// Run it from the repository's root: make soak (SOAK_CASES, SOAK_TARGETS,
+// SOAK_FLAGS). Flags: -cases N (env SOAK_CASES, default 1000), -targets
+// a,b (env SOAK_TARGETS, default podset; several targets take turns case
+// by case), -seed S (SOAK_SEED, default 1), -every N (SOAK_EVERY, default
+// 100), -scenarios DIR (default reports/soak). The exit code is 0 when no
+// case failed and the harness never erred, 1 otherwise, 2 for bad flags or
+// a cluster that did not start.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness"
+)
+
+// The defaults harness.Spec documents for zero values (its withDefaults
+// is unexported): plans are drawn as the harness draws them.
+const (
+	defaultNodes    = 3
+	defaultMaxSteps = 5
+)
+
+// casePrefix starts the names of the harness's case namespaces and nodes.
+const casePrefix = "kp-"
+
+func main() {
+	cases := flag.Int("cases", envInt("SOAK_CASES", 1000), "cases to run in all (env SOAK_CASES)")
+	targets := flag.String("targets", envString("SOAK_TARGETS", "podset"), "comma-separated names of controllers/suite targets; several take turns case by case (env SOAK_TARGETS)")
+	seed := flag.Int("seed", envInt("SOAK_SEED", 1), "case i (from 0) draws its plan with seed+i (env SOAK_SEED)")
+	every := flag.Int("every", envInt("SOAK_EVERY", 100), "print a line every this many cases (env SOAK_EVERY)")
+	scenarios := flag.String("scenarios", "reports/soak", "save the scenarios of failures under this folder, by target")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard()) // the client-go controllers report their errors through klog
+	if *cases < 1 || *every < 1 {
+		fmt.Fprintln(os.Stderr, "soak: -cases and -every must be at least 1")
+		os.Exit(2)
+	}
+	chosen, err := pickTargets(*targets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(2)
+	}
+	os.Exit(run(chosen, *cases, *seed, *every, *scenarios))
+}
+
+// envInt and envString are a flag's default from its environment twin.
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak: $%s is %q, not a whole number\n", name, v)
+		os.Exit(2)
+	}
+	return n
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// soakTarget is a suite target with its plan generator.
+type soakTarget struct {
+	name string
+	spec harness.Spec
+	plan *rapid.Generator[[]faults.Step]
+}
+
+// pickTargets finds the named targets of the suite, each with the
+// generator of its plans: every fault of its Spec, as harness.Check draws
+// them.
+func pickTargets(names string) ([]soakTarget, error) {
+	all := suite.Targets()
+	var out []soakTarget
+	for _, name := range strings.Split(names, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		i := slices.IndexFunc(all, func(t suite.Target) bool { return t.Name == name })
+		if i < 0 {
+			known := make([]string, len(all))
+			for j, t := range all {
+				known[j] = t.Name
+			}
+			return nil, fmt.Errorf("no target %q in controllers/suite; the targets are %s", name, strings.Join(known, ", "))
+		}
+		spec := all[i].Spec
+		fs, nodes, maxSteps := spec.Faults, spec.Nodes, spec.MaxSteps
+		if fs == nil {
+			fs = faults.Default()
+		}
+		if nodes == 0 {
+			nodes = defaultNodes
+		}
+		if maxSteps == 0 {
+			maxSteps = defaultMaxSteps
+		}
+		if spec.Fixtures == nil {
+			return nil, fmt.Errorf("target %s has no fixtures", name)
+		}
+		cfg := faults.Config{Nodes: nodes, Fixtures: len(spec.Fixtures("default"))}
+		out = append(out, soakTarget{name: name, spec: spec, plan: faults.Plan(fs, cfg, maxSteps)})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-targets names no target")
+	}
+	return out, nil
+}
+
+// soak is a run in progress.
+type soak struct {
+	env        *harness.Env
+	clientset  *kubernetes.Clientset
+	cases      int // the run's cases in all
+	start      time.Time
+	done       int // cases run to the end
+	failures   int
+	errors     int
+	left       int // cases whose teardown left something behind
+	apiPID     int // the API server's, found once, checked on every use
+	baseline   *sample
+	reference  *sample // at case -every: past the warm-up
+	last       *sample
+	scenarioTo string
+}
+
+// sample is what the soak measures after a case. Sizes are in bytes;
+// -1 is unknown.
+type sample struct {
+	cases                   int
+	elapsed                 time.Duration
+	rss, heap, apiRSS       int64
+	goroutines              int
+	namespaces, pods, nodes int
+}
+
+func run(targets []soakTarget, cases, seed, every int, scenarios string) (code int) {
+	env, err := harness.Start(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{suite.CRDs}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err, "(run it from the repository's root: make soak)")
+		return 2
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Println("soak: stopping the hollow cluster:", err)
+			code = 1
+		}
+	}()
+	clientset, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
+	if scenarios, err = filepath.Abs(scenarios); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
+	s := &soak{env: env, clientset: clientset, cases: cases, start: time.Now(), scenarioTo: scenarios}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig := <-sigs
+		fmt.Printf("soak: %v: ending the case under way, then the summary (again to exit at once)\n", sig)
+		cancel()
+		<-sigs
+		fmt.Println("soak: exiting at once; the cluster's watchdog stops its processes")
+		os.Exit(1)
+	}()
+
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
+	}
+	apiserver := "not found"
+	if pid := s.apiServerPID(); pid > 0 {
+		apiserver = "pid " + strconv.Itoa(pid)
+	}
+	fmt.Printf("soak: %d cases of %s, seeds %d..%d, a line every %d cases; cluster %s, kube-apiserver %s\n",
+		cases, strings.Join(names, ", "), seed, seed+cases-1, every, env.Cluster.Dir(), apiserver)
+
+	for i := 0; i < cases && ctx.Err() == nil; i++ {
+		t := targets[i%len(targets)]
+		plan := t.plan.Example(seed + i)
+		rep, err := harness.Run(ctx, env, t.spec, plan)
+		if ctx.Err() != nil {
+			break // interrupted: the case did not run to its end
+		}
+		s.done++
+		n := i + 1
+		switch {
+		case err != nil:
+			s.errors++
+			fmt.Printf("soak: ERROR %s case %d (seed %d): %s: %v\n", t.name, n, seed+i, faults.FormatPlan(plan), err)
+		case rep.Failed():
+			s.failures++
+			f := rep.Failures[0]
+			fmt.Printf("soak: FAIL %s case %d (seed %d): %s: %s\n", t.name, n, seed+i, faults.FormatPlan(rep.Plan), f.Message) // the message starts with the property
+			if path, err := s.saveScenario(t.name, n, rep); err != nil {
+				fmt.Printf("soak:   %v\n", err)
+			} else {
+				fmt.Printf("soak:   scenario %s\nsoak:   replay:   go test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n", path, t.name, path)
+			}
+		}
+		if rep != nil && len(rep.Teardown.Left) > 0 {
+			s.left++
+			fmt.Printf("soak: LEFT %s case %d: the teardown left %s\n", t.name, n, strings.Join(rep.Teardown.Left, "; "))
+		}
+		if n == 1 || n%every == 0 || n == cases {
+			s.measure(ctx, n, every)
+		}
+	}
+	interrupted := ctx.Err() != nil
+	// A last line after the last case, and after an interrupt: what the
+	// teardown of the case under way left.
+	if s.done > 0 && (interrupted || s.last == nil || s.last.cases != s.done) {
+		s.measure(context.Background(), s.done, every)
+	}
+	s.summary(interrupted)
+	if s.failures > 0 || s.errors > 0 {
+		return 1
+	}
+	return 0
+}
+
+// measure takes a sample after case n, prints its line and keeps it.
+func (s *soak) measure(ctx context.Context, n, every int) {
+	if ctx.Err() != nil {
+		ctx = context.Background() // the last line of an interrupted run
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	smp := &sample{cases: n, elapsed: time.Since(s.start), rss: vmRSS("/proc/self/status"), heap: int64(ms.HeapInuse),
+		goroutines: runtime.NumGoroutine(), apiRSS: -1}
+	if pid := s.apiServerPID(); pid > 0 {
+		smp.apiRSS = vmRSS(fmt.Sprintf("/proc/%d/status", pid))
+	}
+	var errs []string
+	smp.namespaces, smp.pods, smp.nodes, errs = s.leftovers(ctx)
+	fmt.Printf("soak: case %d/%d failures=%d errors=%d rss=%s heap=%s goroutines=%d namespaces=%s pods=%s nodes=%s apiserver_rss=%s elapsed=%s\n",
+		n, s.cases, s.failures, s.errors, mib(smp.rss), mib(smp.heap), smp.goroutines,
+		count(smp.namespaces), count(smp.pods), count(smp.nodes), mib(smp.apiRSS), smp.elapsed.Round(time.Second))
+	for _, e := range errs {
+		fmt.Println("soak:  ", e)
+	}
+	if s.baseline == nil {
+		s.baseline = smp
+	}
+	if s.reference == nil && n >= every {
+		s.reference = smp
+	}
+	s.last = smp
+}
+
+// leftovers counts the case namespaces (kp-…) in the cluster, the pods in
+// them and the case nodes; -1 for what could not be listed.
+func (s *soak) leftovers(ctx context.Context) (namespaces, pods, nodes int, errs []string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	namespaces, pods, nodes = -1, -1, -1
+	nsList, err := s.clientset.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		errs = append(errs, "listing namespaces: "+err.Error())
+	} else {
+		namespaces = 0
+		for _, ns := range nsList.Items {
+			if strings.HasPrefix(ns.Name, casePrefix) {
+				namespaces++
+			}
+		}
+	}
+	podList, err := s.clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		errs = append(errs, "listing pods: "+err.Error())
+	} else {
+		pods = 0
+		for _, p := range podList.Items {
+			if strings.HasPrefix(p.Namespace, casePrefix) {
+				pods++
+			}
+		}
+	}
+	nodeList, err := s.clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		errs = append(errs, "listing nodes: "+err.Error())
+	} else {
+		nodes = 0
+		for _, n := range nodeList.Items {
+			if strings.HasPrefix(n.Name, casePrefix) {
+				nodes++
+			}
+		}
+	}
+	return namespaces, pods, nodes, errs
+}
+
+// apiServerPID finds this cluster's kube-apiserver in /proc: the process
+// whose program is kube-apiserver and whose command line names a file in
+// the cluster's folder (its certificates and audit log are there), so that
+// another cluster on the machine is not measured. The cluster package does
+// not export the process. 0 when it is not found.
+func (s *soak) apiServerPID() int {
+	if s.apiPID > 0 && isAPIServer(s.apiPID, s.env.Cluster.Dir()) {
+		return s.apiPID
+	}
+	s.apiPID = 0
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && isAPIServer(pid, s.env.Cluster.Dir()) {
+			s.apiPID = pid
+			break
+		}
+	}
+	return s.apiPID
+}
+
+func isAPIServer(pid int, dir string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(cmdline) == 0 {
+		return false
+	}
+	args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
+	return filepath.Base(string(args[0])) == "kube-apiserver" &&
+		bytes.Contains(cmdline, []byte(filepath.Clean(dir)+string(filepath.Separator)))
+}
+
+// vmRSS reads VmRSS from a /proc status file, in bytes; -1 when it cannot.
+func vmRSS(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			fields := strings.Fields(rest) // "123456 kB"
+			if len(fields) == 2 && fields[1] == "kB" {
+				if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// saveScenario writes a failing case's scenario as harness.Check writes
+// its own (the harness's writer is unexported): the plan as it acted, the
+// failure expected. The suite's TestConformance replays it with
+// -kubeprop.replay.
+func (s *soak) saveScenario(target string, n int, rep *harness.Report) (string, error) {
+	f := rep.Failures[0]
+	test := "TestConformance/" + target
+	sc := harness.Scenario{Version: harness.ScenarioVersion, Test: test,
+		Expect: harness.Expect{Outcome: harness.OutcomeFail, Property: f.Property, Message: f.Message}}
+	for _, step := range rep.Plan {
+		m, err := faults.EncodeStep(step)
+		if err != nil {
+			return "", fmt.Errorf("saving the scenario: %w", err)
+		}
+		sc.Plan = append(sc.Plan, m)
+	}
+	b, err := yaml.Marshal(sc)
+	if err != nil {
+		return "", fmt.Errorf("saving the scenario: %w", err)
+	}
+	path := filepath.Join(s.scenarioTo, target, fmt.Sprintf("%s-case%d.yaml", f.Property, n))
+	header := fmt.Sprintf("# kubeprop scenario (make soak, case %d). Replay: go test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n", n, target, path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("saving the scenario: %w", err)
+	}
+	if err := os.WriteFile(path, append([]byte(header), b...), 0o644); err != nil {
+		return "", fmt.Errorf("saving the scenario: %w", err)
+	}
+	return path, nil
+}
+
+// summary prints the outcome and the growth over the run.
+func (s *soak) summary(interrupted bool) {
+	how := "done"
+	if interrupted {
+		how = "interrupted"
+	}
+	fmt.Printf("soak: %s: %d of %d cases in %s: %d failures, %d harness errors, %d teardowns left something\n",
+		how, s.done, s.cases, time.Since(s.start).Round(time.Second), s.failures, s.errors, s.left)
+	if s.last == nil {
+		fmt.Println("soak: no case ran to its end: nothing measured")
+		return
+	}
+	from := s.reference
+	if from == nil || from == s.last {
+		from = s.baseline // fewer cases than -every: from the first
+	}
+	per := ""
+	if d := s.last.cases - from.cases; d >= 100 { // a rate over fewer cases is mostly warm-up
+		per = fmt.Sprintf(", %s per 100 cases", signedMiB((s.last.rss-from.rss)*100/int64(d), from.rss, s.last.rss))
+	}
+	fmt.Printf("soak: rss %s at case %d -> %s at case %d (%s%s); heap %s -> %s (%s); apiserver_rss %s -> %s (%s)\n",
+		mib(from.rss), from.cases, mib(s.last.rss), s.last.cases, signedMiB(s.last.rss-from.rss, from.rss, s.last.rss), per,
+		mib(from.heap), mib(s.last.heap), signedMiB(s.last.heap-from.heap, from.heap, s.last.heap),
+		mib(from.apiRSS), mib(s.last.apiRSS), signedMiB(s.last.apiRSS-from.apiRSS, from.apiRSS, s.last.apiRSS))
+	fmt.Printf("soak: goroutines %d after case 1 -> %d at case %d (%+d); left at the end: namespaces=%s pods=%s nodes=%s\n",
+		s.baseline.goroutines, s.last.goroutines, s.last.cases, s.last.goroutines-s.baseline.goroutines,
+		count(s.last.namespaces), count(s.last.pods), count(s.last.nodes))
+}
+
+// mib prints a size in MiB; ? when unknown.
+func mib(b int64) string {
+	if b < 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+}
+
+// signedMiB prints a difference in MiB with its sign; ? when either end
+// is unknown.
+func signedMiB(d, from, to int64) string {
+	if from < 0 || to < 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%+.1fMiB", float64(d)/(1<<20))
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "?"
+	}
+	return strconv.Itoa(n)
+}
