@@ -125,17 +125,8 @@ func TestCasesLeaveNoGoroutines(t *testing.T) {
 // goroutineGroups counts the goroutines by their top function and the
 // function that started them, with one stack of each group.
 func goroutineGroups() map[string][]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	groups := map[string][]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range harness.GoroutineStacks() {
 		lines := strings.Split(g, "\n")
 		if len(lines) < 2 {
 			continue

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -320,36 +321,32 @@ func (s *soak) leftovers(ctx context.Context) (namespaces, pods, nodes int, errs
 	if err != nil {
 		errs = append(errs, "listing namespaces: "+err.Error())
 	} else {
-		namespaces = 0
-		for _, ns := range nsList.Items {
-			if strings.HasPrefix(ns.Name, casePrefix) {
-				namespaces++
-			}
-		}
+		namespaces = countCases(nsList.Items, func(ns corev1.Namespace) string { return ns.Name })
 	}
 	podList, err := s.clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		errs = append(errs, "listing pods: "+err.Error())
 	} else {
-		pods = 0
-		for _, p := range podList.Items {
-			if strings.HasPrefix(p.Namespace, casePrefix) {
-				pods++
-			}
-		}
+		pods = countCases(podList.Items, func(p corev1.Pod) string { return p.Namespace })
 	}
 	nodeList, err := s.clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		errs = append(errs, "listing nodes: "+err.Error())
 	} else {
-		nodes = 0
-		for _, n := range nodeList.Items {
-			if strings.HasPrefix(n.Name, casePrefix) {
-				nodes++
-			}
-		}
+		nodes = countCases(nodeList.Items, func(n corev1.Node) string { return n.Name })
 	}
 	return namespaces, pods, nodes, errs
+}
+
+// countCases counts the items whose name (or namespace) is a case's.
+func countCases[T any](items []T, name func(T) string) int {
+	n := 0
+	for _, it := range items {
+		if strings.HasPrefix(name(it), casePrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // apiServerPID finds this cluster's kube-apiserver in /proc: the process
