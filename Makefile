@@ -74,7 +74,7 @@ bench: bins
 # The main job: the conformance suite on the bundled controllers (the
 # correct PodSet controller and its seeded bugs), a table of the outcomes,
 # scenarios in testdata/kubeprop/, HTML timelines in reports/.
-# DEMO_FLAGS passes flags on, e.g. DEMO_FLAGS='-only stalecache -rapid.seed=7'.
+# DEMO_FLAGS passes flags on, e.g. DEMO_FLAGS='-only stalecache -seed 7'.
 demo: bins
 	$(GO) run ./hack/demo $(DEMO_FLAGS)
 

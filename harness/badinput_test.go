@@ -32,6 +32,23 @@ func TestSpecValidation(t *testing.T) {
 	require.ErrorContains(t, err, `two properties named "no-panics"`)
 }
 
+// TestSearchOptionsValidation: bad search options are an error that names
+// the option and the fix, before any case runs.
+func TestSearchOptionsValidation(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	ran := false
+	opts := harness.SearchOptions{Parallel: 65, Checks: -1, Dir: filepath.Join(file, "scenarios"), OnCase: func(*harness.Report) { ran = true }}
+	_, err := harness.Find(env, widgetSpec(false), "bad", opts)
+	require.ErrorContains(t, err, "SearchOptions.Parallel is 65: give 1 to 64 cases at once, or 0 for 1")
+	require.ErrorContains(t, err, "SearchOptions.Checks is -1")
+	require.ErrorContains(t, err, "SearchOptions.Dir: "+file+" is not a folder")
+	opts = harness.SearchOptions{Parallel: -1}
+	_, err = harness.Find(env, widgetSpec(false), "bad", opts)
+	require.ErrorContains(t, err, "SearchOptions.Parallel is -1")
+	require.False(t, ran, "a case ran")
+}
+
 func TestBadScenarios(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]struct{ file, want string }{

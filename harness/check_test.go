@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -123,7 +124,6 @@ func expectFailure(t *testing.T, fn func(tb *failureRecorder)) *failureRecorder 
 // one step, save a scenario whose replay reproduces the failure.
 func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	dir := t.TempDir()
-	t.Chdir(dir)
 	start := time.Now()
 	// The churning controller never settles: short caps and a short
 	// quiescence deadline keep its cases short, so that shrinking (within
@@ -135,7 +135,16 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.ControllerRestart()}
 	var mu sync.Mutex
 	var plans []string // of every case run; "FAIL " before a failing one
-	spec.OnCase = func(rep *harness.Report) {
+	// A seed whose first plan has several steps: the bug shows at the first
+	// plan, and shrinking has steps to drop.
+	gen := faults.Plan(spec.Faults, faults.Config{Nodes: 3, Fixtures: 1}, 5)
+	seed := 1
+	for len(gen.Example(seed)) < 3 {
+		seed++
+	}
+	drawn := len(gen.Example(seed))
+	opts := harness.SearchOptions{Checks: 5, Seed: uint64(seed), ShrinkTime: time.Minute, Dir: filepath.Join(dir, t.Name())}
+	opts.OnCase = func(rep *harness.Report) {
 		mu.Lock()
 		defer mu.Unlock()
 		p := faults.FormatPlan(rep.Plan)
@@ -144,11 +153,10 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 		}
 		plans = append(plans, p)
 	}
-	tb := expectFailure(t, func(tb *failureRecorder) { harness.Check(tb, env, spec) })
+	tb := expectFailure(t, func(tb *failureRecorder) { harness.CheckWith(tb, env, spec, opts) })
 	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
 	require.True(t, tb.Failed())
-	// From the first failure on, rapid's shrinker draws many plans already
-	// run: none is run twice.
+	// No plan is run twice.
 	mu.Lock()
 	firstFail := slices.IndexFunc(plans, func(p string) bool { return strings.HasPrefix(p, "FAIL ") })
 	require.GreaterOrEqual(t, firstFail, 0)
@@ -162,11 +170,11 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	mu.Unlock()
 	out := tb.output()
 	require.Contains(t, out, "kubeprop: quiescent: writes went on after the faults healed: Widget web field status.lastReconcileTime by [")
-	require.Contains(t, out, "to 1 steps): [")
-	require.NotContains(t, out, "flaky", "rapid reproduced the failure and shrank it")
+	require.Contains(t, out, fmt.Sprintf("(shrunk from %d to 1 steps): [", drawn))
+	require.Contains(t, out, fmt.Sprintf("seed:     %d\n", seed))
 	require.Contains(t, out, "replay:   go test -run '^TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
 
-	files, err := filepath.Glob(filepath.Join(dir, harness.ScenarioDir, t.Name(), "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(dir, t.Name(), "*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
 	page, err := os.ReadFile(strings.TrimSuffix(files[0], ".yaml") + ".html")
@@ -183,7 +191,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	for range 2 {
 		harness.Replay(t, env, spec, files[0])
 	}
-	harness.ReplayDir(t, env, spec, filepath.Join(dir, harness.ScenarioDir))
+	harness.ReplayDir(t, env, spec, dir)
 	harness.ReplayDir(t, env, spec, filepath.Join(dir, "no-scenarios-here"))
 	// On the fixed controller, the scenario's expected failure is gone.
 	tb = expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), files[0]) })

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -65,6 +69,7 @@ type Env struct {
 	mapper           meta.RESTMapper
 	dynamic          dynamic.Interface
 	timeScale        float64
+	nodes            *caseNodes
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -74,11 +79,14 @@ func Start(opts EnvOptions) (*Env, error) {
 		opts.TimeScale = DefaultTimeScale
 	}
 	ctx := context.Background()
+	nodes := newCaseNodes()
 	c, err := cluster.Start(ctx, cluster.Options{
 		AssetsDir:         opts.AssetsDir,
 		CRDDirectoryPaths: opts.CRDDirectoryPaths,
 		TimeScale:         opts.TimeScale,
 		APIServerPort:     opts.APIServerPort,
+		NodeFilter:        nodes.filter,
+		NodePicker:        nodes.pick,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the hollow cluster: %w", err)
@@ -93,7 +101,7 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())
 	}
-	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale}
+	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale, nodes: nodes}
 	if err := e.connect(); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
@@ -154,4 +162,99 @@ func (e *Env) Stop() error {
 	}
 	e.Kubelets.Stop()
 	return e.Cluster.Stop()
+}
+
+// caseNodes keeps each case's pods on the case's own nodes, through the
+// scheduler's NodeFilter, so that cases can run side by side on one
+// cluster without a change to their pods (the controller under test
+// compares its pods with its template): a pod of a case's namespace may
+// go only to that case's nodes; any other pod (a test's own, in a
+// namespace of its own) only to nodes of no case.
+type caseNodes struct {
+	mu    sync.Mutex
+	nodes map[string][]string // a case's namespace → its nodes
+	owner map[string]string   // a case's node → its case's namespace
+	// placed are the nodes pick gave each pod of a case (by UID), and
+	// placements how many it gave each node: a case's pods go round its
+	// nodes.
+	placed     map[string]map[types.UID]string
+	placements map[string]int
+}
+
+func newCaseNodes() *caseNodes {
+	return &caseNodes{nodes: map[string][]string{}, owner: map[string]string{},
+		placed: map[string]map[types.UID]string{}, placements: map[string]int{}}
+}
+
+// pick is the cluster's NodePicker: a case's pod goes to the offered node
+// of its case that it has placed the fewest pods on so far, the first
+// node on a tie: the first three pods of a case of three nodes go to
+// nodes 0, 1 and 2, on every run, so that a replayed NodeLoss{Node: 1}
+// loses the same share of pods. A pod tried again keeps its node while
+// that is offered. Pods of no case are left to the scheduler.
+func (r *caseNodes) pick(pod *corev1.Pod, offered []string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nodes, isCase := r.nodes[pod.Namespace]
+	if !isCase {
+		return ""
+	}
+	if n, ok := r.placed[pod.Namespace][pod.UID]; ok && slices.Contains(offered, n) {
+		return n
+	}
+	best := ""
+	for _, n := range nodes { // in the case's order: node 0 first
+		if slices.Contains(offered, n) && (best == "" || r.placements[n] < r.placements[best]) {
+			best = n
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	if r.placed[pod.Namespace] == nil {
+		r.placed[pod.Namespace] = map[types.UID]string{}
+	}
+	r.placed[pod.Namespace][pod.UID] = best
+	r.placements[best]++
+	return best
+}
+
+// claim gives the nodes to the case of that namespace. A case claims its
+// nodes before it creates them, so that no other pod lands on them
+// meanwhile, and its namespace before it has pods, even with no node.
+func (r *caseNodes) claim(namespace string, nodes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes[namespace] = append(r.nodes[namespace], nodes...)
+	for _, n := range nodes {
+		r.owner[n] = namespace
+	}
+}
+
+// release forgets the case of that namespace and its nodes, once they are
+// gone.
+func (r *caseNodes) release(namespace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes[namespace] {
+		delete(r.owner, n)
+		delete(r.placements, n)
+	}
+	delete(r.nodes, namespace)
+	delete(r.placed, namespace)
+}
+
+// filter is the cluster's NodeFilter.
+func (r *caseNodes) filter(podNamespace string, nodes []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, isCase := r.nodes[podNamespace]
+	var keep []string
+	for _, n := range nodes {
+		owner, owned := r.owner[n]
+		if (isCase && owner == podNamespace) || (!isCase && !owned) {
+			keep = append(keep, n)
+		}
+	}
+	return keep
 }

@@ -102,11 +102,12 @@ func ExampleProcess() {
 }
 
 // Find is Check outside go test: a search that returns what it found, for
-// reports and benchmarks.
+// reports and benchmarks. Its options are a value; Check reads them from
+// rapid's flags and -kubeprop.parallel.
 func ExampleFind() {
 	var env *harness.Env
 	var spec harness.Spec
-	f, err := harness.Find(env, spec, "my-controller")
+	f, err := harness.Find(env, spec, "my-controller", harness.SearchOptions{Checks: 50, Seed: 7, Parallel: 4, Dir: "reports/my-controller"})
 	switch {
 	case err != nil:
 		fmt.Println(err)

@@ -39,8 +39,38 @@ type Report struct {
 	Timeline []string
 	// Trace is everything recorded.
 	Trace *properties.Trace
+	// NoOps are the indices in Plan of the steps that no longer applied
+	// (a NodeRecover of a node never lost): the shrinker drops them first.
+	NoOps []int
 	// Teardown is what ending the case had to force or left behind.
 	Teardown Teardown
+	// Times is where the case's wall time went.
+	Times Times
+}
+
+// Times is where a case's wall time went: setup (namespace, nodes,
+// fixtures, the controller, the first settle), each step with the settle
+// after it, the heal and the properties' judging, and teardown.
+type Times struct {
+	Setup, Judge, Teardown time.Duration
+	Steps                  []time.Duration
+}
+
+// Total is the case's wall time.
+func (t Times) Total() time.Duration {
+	total := t.Setup + t.Judge + t.Teardown
+	for _, s := range t.Steps {
+		total += s
+	}
+	return total
+}
+
+func (t Times) String() string {
+	steps := make([]string, len(t.Steps))
+	for i, s := range t.Steps {
+		steps[i] = fmt.Sprintf("%.1fs", s.Seconds())
+	}
+	return fmt.Sprintf("setup %.1fs, steps [%s], judge %.1fs, teardown %.1fs", t.Setup.Seconds(), strings.Join(steps, " "), t.Judge.Seconds(), t.Teardown.Seconds())
 }
 
 // Failure is one property that did not hold.
@@ -79,7 +109,8 @@ type caseRun struct {
 	crashErr       error          // a restart after a crash that failed
 	crashes        sync.WaitGroup // restarts after crashes under way
 
-	step int // the index of the step being applied
+	step  int   // the index of the step being applied
+	noOps []int // the steps that no longer applied
 
 	logMu    sync.Mutex // guards timeline and named
 	timeline []string
@@ -107,6 +138,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	ctx = withCase(ctx, c)
 	c.ctx = ctx
 	defer trackCase(c)()
+	var times Times
 	defer func() {
 		td := c.teardown()
 		if rep != nil {
@@ -118,12 +150,16 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 				rep.Timeline = append(rep.Timeline, c.stamp("teardown left: "+l))
 			}
 			rep.Timeline = append(rep.Timeline, c.stamp(fmt.Sprintf("teardown took %.1fs (%s)", td.Took.Seconds(), strings.Join(td.Phases, ", "))))
+			rep.Times = times
+			rep.Times.Teardown = td.Took
+			rep.Timeline = append(rep.Timeline, c.stamp("times: "+rep.Times.String()))
 		}
 	}()
 
 	if err := c.setup(ctx, n); err != nil {
 		return nil, err
 	}
+	times.Setup = time.Since(c.started)
 	for i, step := range plan {
 		c.step = i
 		at := time.Now()
@@ -131,6 +167,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		err := step.Apply(ctx, c)
 		switch {
 		case errors.Is(err, faults.ErrNoOp):
+			c.noOps = append(c.noOps, i)
 			c.logf("step %s: %v", faults.Format(step), err)
 		case err != nil:
 			return nil, fmt.Errorf("applying %s: %w", faults.Format(step), err)
@@ -144,7 +181,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 			return nil, err
 		}
 		c.logf("settled")
+		times.Steps = append(times.Steps, time.Since(at))
 	}
+	healing := time.Now()
 	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
 	// a controller killed by a crash is back.
 	env.Kubelets.StopCrashLoops(c.namespace)
@@ -155,7 +194,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	}
 	c.recorder.heal(time.Now())
 	c.logf("healed: faults stop")
-	return c.judge(ctx, c.namedPlan(plan))
+	rep, err = c.judge(ctx, c.namedPlan(plan))
+	times.Judge = time.Since(healing)
+	return rep, err
 }
 
 // namedPlan is the plan with the steps named as they acted.
@@ -188,8 +229,15 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	if err := c.userClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", c.namespace, err)
 	}
-	for i := range c.spec.Nodes {
-		node, err := env.Kubelets.AddNode(ctx, fmt.Sprintf("kp-%d-node-%d", n, i))
+	names := make([]string, c.spec.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-node-%d", c.namespace, i)
+	}
+	env.nodes.claim(c.namespace, names...)
+	for _, name := range names {
+		// A zone of its own: the node lifecycle controller computes zone
+		// states and eviction rates per case.
+		node, err := env.Kubelets.AddNodeWithLabels(ctx, name, map[string]string{corev1.LabelTopologyZone: c.namespace})
 		if err != nil {
 			return err
 		}
@@ -294,7 +342,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	rep := &Report{Plan: plan, Trace: tr}
+	rep := &Report{Plan: plan, Trace: tr, NoOps: c.noOps}
 	for i, v := range verdicts {
 		name := c.spec.Properties[i].Name()
 		if v.Err != nil {

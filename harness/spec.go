@@ -45,9 +45,6 @@ type Spec struct {
 	// Setup bounds the wait for the fixtures and the controller to settle
 	// before the first step. Zero means 30 s.
 	Setup time.Duration
-	// OnCase, when set, is called with the report of every case a search
-	// runs: progress for long searches.
-	OnCase func(*Report)
 }
 
 func (s Spec) withDefaults() Spec {

@@ -88,6 +88,7 @@ func (c *caseRun) teardown() Teardown {
 			td.Left = append(td.Left, fmt.Sprintf("Node %s: %v", n.Name(), err))
 		}
 	}
+	c.env.nodes.release(c.namespace)
 	td.Took = time.Since(start)
 	return td
 }

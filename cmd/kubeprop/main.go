@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -98,7 +97,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n", stderr)
 	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
-	seed := fs.Uint64("seed", 0, "rapid's seed, to repeat a search (0: random)")
+	seed := fs.Uint64("seed", 0, "the search's seed, to repeat it (0: random)")
+	parallel := fs.Int("parallel", 0, fmt.Sprintf("cases run at once, 1 to %d (0: the default, 1)", harness.MaxParallel))
 	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
@@ -116,15 +116,10 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if n == 0 {
 		n = 20
 	}
-	_ = flag.Set("rapid.checks", strconv.Itoa(n))
-	_ = flag.Set("rapid.shrinktime", shrink.String())
-	_ = flag.Set("rapid.nofailfile", "true")
-	if *seed != 0 {
-		_ = flag.Set("rapid.seed", strconv.FormatUint(*seed, 10))
-	}
 	cases := atomic.Int64{}
 	started := time.Now()
-	l.spec.OnCase = func(rep *harness.Report) {
+	opts := harness.SearchOptions{Checks: n, Seed: *seed, ShrinkTime: *shrink, Parallel: *parallel}
+	opts.OnCase = func(rep *harness.Report) {
 		verdict := "pass"
 		if rep.Failed() {
 			verdict = "FAIL " + rep.Failures[0].Message
@@ -143,14 +138,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if *out == "" {
 		*out = filepath.Dir(fs.Arg(0))
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return badInput(stderr, fmt.Errorf("-out: %w", err))
-	}
-	if err := os.Chdir(*out); err != nil {
-		return badInput(stderr, fmt.Errorf("-out: %w", err))
-	}
+	opts.Dir = filepath.Join(*out, harness.ScenarioDir, name)
 	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s\n", n, l.path)
-	f, err := harness.Find(env, l.spec, name)
+	f, err := harness.Find(env, l.spec, name, opts)
 	if err != nil {
 		return badInput(stderr, err)
 	}
@@ -158,12 +148,12 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
 		return exitPass
 	}
-	if err := pointAtSpec(f.Scenario, l.path, filepath.Join(*out, f.Scenario)); err != nil {
+	if err := pointAtSpec(f.Scenario, l.path, f.Scenario); err != nil {
 		return badInput(stderr, err)
 	}
-	fmt.Fprintf(stdout, "FAIL %s: %s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
-		name, f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second),
-		filepath.Join(*out, f.Scenario), filepath.Join(*out, f.Page), filepath.Join(*out, f.Scenario))
+	fmt.Fprintf(stdout, "FAIL %s: %s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
+		name, f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
+		f.Scenario, f.Page, f.Scenario)
 	return exitFailed
 }
 

@@ -24,12 +24,16 @@ func TestMain(m *testing.M) {
 }
 
 // kubeprop runs the command in process and returns its exit code, stdout
-// and stderr. It restores the working folder, which run changes.
+// and stderr. It checks that run leaves the working folder as it was.
 func kubeprop(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	defer func() { require.NoError(t, os.Chdir(wd)) }()
+	defer func() {
+		now, err := os.Getwd()
+		require.NoError(t, err)
+		require.Equal(t, wd, now, "kubeprop changed the working folder")
+	}()
 	var stdout, stderr bytes.Buffer
 	code := run(args, &stdout, &stderr)
 	t.Logf("kubeprop %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())

@@ -5,9 +5,7 @@
 package suite
 
 import (
-	"flag"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/kubeprop/kubeprop/controllers/bugs/clientgonobackoff"
@@ -142,37 +140,10 @@ func withFaults(spec harness.Spec) harness.Spec {
 	return spec
 }
 
-// SearchBudget raises -rapid.shrinktime and -rapid.checks to the
-// target's ShrinkTime and Checks for a search, and returns what puts the
-// flags back.
-func SearchBudget(t Target) (restore func()) {
-	var undo []func()
-	raise := func(name string, to string, less func(old string) bool) {
-		f := flag.Lookup(name)
-		if f == nil {
-			return
-		}
-		old := f.Value.String()
-		if less(old) {
-			_ = f.Value.Set(to)
-			undo = append(undo, func() { _ = f.Value.Set(old) })
-		}
-	}
-	if t.ShrinkTime > 0 {
-		raise("rapid.shrinktime", t.ShrinkTime.String(), func(old string) bool {
-			d, err := time.ParseDuration(old)
-			return err == nil && d < t.ShrinkTime
-		})
-	}
-	if t.Checks > 0 {
-		raise("rapid.checks", strconv.Itoa(t.Checks), func(old string) bool {
-			n, err := strconv.Atoi(old)
-			return err == nil && n < t.Checks
-		})
-	}
-	return func() {
-		for _, u := range undo {
-			u()
-		}
-	}
+// SearchOptions raises o's Checks and ShrinkTime to the target's Checks
+// and ShrinkTime, where they are less (zero counts as less).
+func (t Target) SearchOptions(o harness.SearchOptions) harness.SearchOptions {
+	o.Checks = max(o.Checks, t.Checks)
+	o.ShrinkTime = max(o.ShrinkTime, t.ShrinkTime)
+	return o
 }

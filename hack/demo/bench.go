@@ -1,12 +1,13 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -23,15 +24,12 @@ import (
 // folder: the suite's saved ones stay as they are.
 func bench(env *harness.Env, only string, seeds int) int {
 	scratch, err := os.MkdirTemp("", "kubeprop-bench-")
-	if err == nil {
-		defer os.RemoveAll(scratch)
-		err = os.Chdir(scratch)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 2
 	}
-	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	defer os.RemoveAll(scratch)
+	checks := search.Checks
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(table, "controller\tseeds\tcaught as expected\tfirst failure\tshrunk plan\tshrunk steps (minimum)\tchecks/min\tfalse alarms\n")
 	code := 0
@@ -43,15 +41,22 @@ func bench(env *harness.Env, only string, seeds int) int {
 		var lengths []int
 		caught, alarms := 0, 0
 		var spent time.Duration
+		var setupTime, stepsTime, judgeTime, teardownTime time.Duration // summed over the target's cases
 		for seed := 1; seed <= seeds; seed++ {
-			_ = flag.Set("rapid.seed", strconv.Itoa(seed))
 			fmt.Fprintf(os.Stderr, "bench: %s, seed %d ...\n", target.Name, seed)
 			start := time.Now()
 			spec, cases, last := specOf(target), 0, start
+			opts := target.SearchOptions(search)
+			opts.Seed, opts.Dir = uint64(seed), filepath.Join(scratch, target.Name, strconv.Itoa(seed))
+			var mu sync.Mutex
 			// One line per case: a seed that runs long shows where its
 			// time goes.
-			spec.OnCase = func(rep *harness.Report) {
+			opts.OnCase = func(rep *harness.Report) {
+				mu.Lock()
+				defer mu.Unlock()
 				cases++
+				setupTime, judgeTime, teardownTime = setupTime+rep.Times.Setup, judgeTime+rep.Times.Judge, teardownTime+rep.Times.Teardown
+				stepsTime += rep.Times.Total() - rep.Times.Setup - rep.Times.Judge - rep.Times.Teardown
 				verdict := "pass"
 				if rep.Failed() {
 					verdict = "FAIL " + rep.Failures[0].Property
@@ -60,9 +65,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 					time.Since(last).Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict)
 				last = time.Now()
 			}
-			restore := suite.SearchBudget(target)
-			f, err := harness.Find(env, spec, "bench/"+target.Name)
-			restore()
+			f, err := harness.Find(env, spec, "bench/"+target.Name, opts)
 			spent += time.Since(start)
 			switch {
 			case err != nil:
@@ -85,6 +88,13 @@ func bench(env *harness.Env, only string, seeds int) int {
 		} else {
 			row = fmt.Sprintf("%s\t%d\t%d/%d (%s)\t%s\t%s\t%s (%d)\t-\t-\n", target.Name, seeds, caught, seeds, target.Property,
 				spread(found), spread(shrunk), lengthSpread(lengths), target.MinSteps)
+		}
+		if total := setupTime + stepsTime + judgeTime + teardownTime; total > 0 {
+			share := func(d time.Duration) string {
+				return fmt.Sprintf("%v (%.0f%%)", d.Round(time.Second), 100*d.Seconds()/total.Seconds())
+			}
+			fmt.Fprintf(os.Stderr, "bench: %s: case time %v: setup %s, steps and their settles %s, heal and judging %s, teardown %s\n",
+				target.Name, total.Round(time.Second), share(setupTime), share(stepsTime), share(judgeTime), share(teardownTime))
 		}
 		// Each row on stderr as it is done: the whole report takes hours,
 		// and an interrupted run keeps what it measured.

@@ -6,8 +6,8 @@
 // <controller>/; HTML timelines to reports/.
 //
 // Run it from the repository's root: make demo. Flags: -only NAME,
-// -rapid.checks (plans per controller, default 20), -rapid.shrinktime,
-// -rapid.seed; -seeds N measures detection over N seeds instead (make
+// -checks (plans per controller, default 20), -shrinktime (60s), -seed,
+// -parallel; -seeds N measures detection over N seeds instead (make
 // bench); -memprofile FILE writes what the run still holds at its end.
 package main
 
@@ -24,7 +24,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
-	_ "pgregory.net/rapid" // its -rapid.* flags
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
@@ -37,9 +36,10 @@ func main() {
 	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
 	flag.BoolVar(&focused, "focused", false, "search each bug with the faults that reveal it only, as go test does")
 	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
-	_ = flag.Set("rapid.checks", "20")
-	_ = flag.Set("rapid.shrinktime", "60s")
-	_ = flag.Set("rapid.nofailfile", "true") // the scenario files are the record
+	flag.IntVar(&search.Checks, "checks", 20, "plans per controller")
+	flag.Uint64Var(&search.Seed, "seed", 0, "the searches' seed (0: random)")
+	flag.DurationVar(&search.ShrinkTime, "shrinktime", time.Minute, "time budget for shrinking a failure")
+	flag.IntVar(&search.Parallel, "parallel", 0, "cases run at once (0: the default)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
@@ -63,6 +63,9 @@ func writeHeapProfile(path string) error {
 
 // focused: search the bugs with their revealing faults only.
 var focused bool
+
+// search are the options of every search, from the flags.
+var search harness.SearchOptions
 
 // specOf is the Spec a target is searched with.
 func specOf(t suite.Target) harness.Spec {
@@ -99,10 +102,6 @@ func run(only string, seeds int, memProfile string) (code int) {
 	if err == nil {
 		err = os.MkdirAll(reports, 0o755)
 	}
-	if err == nil {
-		// Scenarios are written relative to the suite's package.
-		err = os.Chdir("controllers")
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 2
@@ -116,9 +115,10 @@ func run(only string, seeds int, memProfile string) (code int) {
 		}
 		fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
 		start := time.Now()
-		restore := suite.SearchBudget(target)
-		f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name)
-		restore()
+		opts := target.SearchOptions(search)
+		// Where the suite's tests replay them.
+		opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
+		f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
 		expected := "pass"
 		if !target.Correct() {
 			expected = fmt.Sprintf("fail %s (minimum %d steps)", target.Property, target.MinSteps)
@@ -144,7 +144,7 @@ func run(only string, seeds int, memProfile string) (code int) {
 			}
 			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n",
 				target.Name, expected, result, faults.FormatPlan(f.Plan),
-				f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, f.Scenario)
+				f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/"))
 			fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
 		}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -38,6 +39,19 @@ type Options struct {
 
 	// StartTimeout bounds the start of each component. Zero means 60 s.
 	StartTimeout time.Duration
+
+	// NodeFilter is asked, for every pod the scheduler places, which of the
+	// nodes that fit it the pod may go to (through a scheduler extender the
+	// cluster serves on loopback). Nil keeps every node.
+	NodeFilter NodeFilter
+
+	// NodePicker, when set, places each pod on the node it names among
+	// those that fit (through the extender's prioritize call, weighted to
+	// outweigh the scheduler's own scores). The extender turns off the
+	// scheduler's batching of like pods, and with it the placement that
+	// made a plan's NodeLoss{Node: 0} hit the same pods on every run: a
+	// picker makes placement a function of the order pods are scheduled in.
+	NodePicker NodePicker
 }
 
 // MaxTimeScale bounds TimeScale: beyond it the scaled node-monitor period
@@ -86,6 +100,7 @@ type Cluster struct {
 	env      *envtest.Environment
 	kcm      *child
 	sched    *child
+	ext      *extender
 	reaper   *os.File
 	stopOnce sync.Once
 	stopErr  error
@@ -203,8 +218,14 @@ func (c *Cluster) startControlPlane() error {
 	return nil
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context) (err error) {
-	c.kcm, err = c.startComponent(ctx, binControllerManager, UserControllerManager,
+func (c *Cluster) startControllerManager(ctx context.Context) error {
+	kubeconfig, err := c.writeKubeconfig(UserControllerManager, binControllerManager+".kubeconfig")
+	if err != nil {
+		return err
+	}
+	c.kcm, err = c.startComponent(ctx, binControllerManager, kubeconfig,
+		"--kubeconfig="+kubeconfig,
+		"--leader-elect=false",
 		// Every controller but the token controller, which needs the
 		// service-account signing key; envtest's API server does not mount
 		// tokens (its ServiceAccount admission plugin is off).
@@ -213,7 +234,8 @@ func (c *Cluster) startControllerManager(ctx context.Context) (err error) {
 		"--node-monitor-grace-period="+c.scaled(50*time.Second).String(),
 		"--node-monitor-period="+c.scaled(5*time.Second).String(),
 		"--node-startup-grace-period="+c.scaled(60*time.Second).String(),
-		clientQPS, clientBurst,
+		"--kube-api-qps="+strconv.Itoa(clientQPS),
+		"--kube-api-burst="+strconv.Itoa(clientBurst),
 	)
 	return err
 }
@@ -224,33 +246,85 @@ func (c *Cluster) startControllerManager(ctx context.Context) (err error) {
 // otherwise leave it throttled for minutes (binding, evicting and deleting
 // that case's debris) while the next case runs.
 const (
-	clientQPS   = "--kube-api-qps=500"
-	clientBurst = "--kube-api-burst=1000"
+	clientQPS   = 500
+	clientBurst = 1000
 )
 
-func (c *Cluster) startScheduler(ctx context.Context) (err error) {
-	c.sched, err = c.startComponent(ctx, binScheduler, UserScheduler, clientQPS, clientBurst)
+// startScheduler starts the extender, then kube-scheduler with a
+// configuration file: the extender can only be given there.
+func (c *Cluster) startScheduler(ctx context.Context) error {
+	kubeconfig, err := c.writeKubeconfig(UserScheduler, binScheduler+".kubeconfig")
+	if err != nil {
+		return err
+	}
+	if c.ext, err = startExtender(c.opts.NodeFilter, c.opts.NodePicker); err != nil {
+		return err
+	}
+	config, err := c.writeSchedulerConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	c.sched, err = c.startComponent(ctx, binScheduler, kubeconfig, "--config="+config)
 	return err
 }
 
-// startComponent starts kube-controller-manager or kube-scheduler as user,
-// serving /healthz on a free loopback port without leader election, and
-// waits until it is healthy. It returns the child even on error, so that
-// Stop can end it.
-func (c *Cluster) startComponent(ctx context.Context, binary, user string, extraArgs ...string) (*child, error) {
-	kubeconfig, err := c.writeKubeconfig(user, binary+".kubeconfig")
-	if err != nil {
-		return nil, err
+// writeSchedulerConfig writes kube-scheduler's configuration into the
+// cluster folder. With --config, the scheduler ignores --kubeconfig,
+// --kube-api-qps and --kube-api-burst: the connection is configured here,
+// and leader election too, to keep the whole configuration in one place.
+func (c *Cluster) writeSchedulerConfig(kubeconfig string) (string, error) {
+	config := map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1",
+		"kind":       "KubeSchedulerConfiguration",
+		"clientConnection": map[string]any{
+			"kubeconfig": kubeconfig,
+			"qps":        clientQPS,
+			"burst":      clientBurst,
+		},
+		"leaderElection": map[string]any{"leaderElect": false},
+		// Every node is a candidate, however many there are: by default a
+		// cluster of more than 100 nodes stops looking once it has found
+		// enough that fit, before the extender keeps only a case's few.
+		"percentageOfNodesToScore": 100,
+		"extenders": []map[string]any{{
+			"urlPrefix":        c.ext.urlPrefix(),
+			"filterVerb":       extenderVerb,
+			"prioritizeVerb":   extenderPrioritizeVerb,
+			"nodeCacheCapable": true,
+			"weight":           extenderWeight,
+			"enableHTTPS":      false,
+			// A filter call that fails fails the pod's scheduling
+			// attempt: an ignored one would let the pod go anywhere.
+			"ignorable": false,
+			// The default 5 s, on a loaded machine, would fail attempts
+			// that are merely slow.
+			"httpTimeout": "30s",
+		}},
 	}
+	// JSON is YAML: the scheduler reads either.
+	b, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("writing the kube-scheduler configuration: %w", err)
+	}
+	path := filepath.Join(c.dir, binScheduler+".config.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kube-scheduler configuration: %w", err)
+	}
+	return path, nil
+}
+
+// startComponent starts kube-controller-manager or kube-scheduler, its
+// clients authenticated by kubeconfig, serving /healthz on a free loopback
+// port, and waits until it is healthy. It returns the child even on error,
+// so that Stop can end it.
+func (c *Cluster) startComponent(ctx context.Context, binary, kubeconfig string, extraArgs ...string) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 	}, extraArgs...)
@@ -322,6 +396,10 @@ func (c *Cluster) Stop() error {
 			if ch != nil {
 				errs = append(errs, ch.stop(10*time.Second))
 			}
+		}
+		// After the scheduler: it must never find the extender gone.
+		if c.ext != nil {
+			errs = append(errs, c.ext.stop())
 		}
 		if c.env != nil {
 			if err := c.env.Stop(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -37,6 +38,13 @@ type Node struct {
 // the labels a kubelet sets, and starts its heartbeats. It returns once the
 // Node and its Lease exist.
 func (s *Simulator) AddNode(ctx context.Context, name string) (*Node, error) {
+	return s.AddNodeWithLabels(ctx, name, nil)
+}
+
+// AddNodeWithLabels is AddNode with labels added to the kubelet's own, as
+// the kubelet's --node-labels adds them (a zone, say); where they name the
+// same key, the given label wins.
+func (s *Simulator) AddNodeWithLabels(ctx context.Context, name string, labels map[string]string) (*Node, error) {
 	s.mu.Lock()
 	if _, ok := s.nodeByKey[name]; ok {
 		s.mu.Unlock()
@@ -48,15 +56,17 @@ func (s *Simulator) AddNode(ctx context.Context, name string) (*Node, error) {
 	s.mu.Unlock()
 
 	now := s.opts.Clock.Now()
+	nodeLabels := map[string]string{
+		corev1.LabelHostname:     name,
+		corev1.LabelOSStable:     "linux",
+		corev1.LabelArchStable:   "amd64",
+		"kubeprop.dev/simulated": "true",
+	}
+	maps.Copy(nodeLabels, labels)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				corev1.LabelHostname:     name,
-				corev1.LabelOSStable:     "linux",
-				corev1.LabelArchStable:   "amd64",
-				"kubeprop.dev/simulated": "true",
-			},
+			Name:        name,
+			Labels:      nodeLabels,
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
 		},
 		Spec: corev1.NodeSpec{PodCIDR: podCIDR(n.index), PodCIDRs: []string{podCIDR(n.index)}},

@@ -1,0 +1,400 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/kubeprop/kubeprop/faults"
+)
+
+// The search, as kubeprop runs it: rapid is the generator of plans, and
+// kubeprop runs them and shrinks a failure itself. A case takes seconds
+// and mostly waits (settling, evictions, deadlines), so cases run
+// Parallel at a time; rapid's own loop runs one property call at a time,
+// and its shrinker tries bit streams one by one, many of which draw a plan
+// already run.
+//
+// Plan i of a search is what rapid.Check would draw for its i-th check
+// with the same seed (rapid's seeds go S, S+1, S+3, S+6, ...), whatever
+// Parallel is. The failure shrunk is the failing plan of the lowest index:
+// with Parallel > 1, no plan after it is started once it is known, and
+// the plans before it still running finish first. Shrinking keeps each
+// change after which the same property still fails: it drops the steps
+// the case recorded as no-ops together (one run), then tries dropping
+// each step, then each step's simpler forms (faults.Simpler), Parallel
+// candidates at a time, taking the first in that order that fails, until
+// none does or ShrinkTime has passed since the failure was found.
+
+var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
+	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: the default, 1)")
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// SearchOptions configure a search (Check, Find). The zero value is 100
+// plans from a random seed, 30 s of shrinking, one case at a time, and
+// scenarios under testdata/kubeprop/<name>.
+type SearchOptions struct {
+	// Checks is how many plans to draw. Zero means 100.
+	Checks int
+	// Seed makes a search repeatable: the same seed draws the same plans.
+	// Zero draws a random one, which the finding names.
+	Seed uint64
+	// ShrinkTime bounds shrinking, from the first failure on. Zero means
+	// 30 s.
+	ShrinkTime time.Duration
+	// Parallel is how many cases run at once, in the search and in each
+	// shrink pass: 1 to 64. Zero means 1.
+	Parallel int
+	// Dir is where the scenario and the HTML timeline of a failure go.
+	// Empty means testdata/kubeprop/<name>, relative to the working folder.
+	Dir string
+	// OnCase, when set, is called with the report of every case, from the
+	// goroutine that ran it (with Parallel > 1, several at once).
+	OnCase func(*Report)
+}
+
+// MaxParallel bounds SearchOptions.Parallel.
+const MaxParallel = 64
+
+func (o SearchOptions) withDefaults(name string) SearchOptions {
+	if o.Checks == 0 {
+		o.Checks = 100
+	}
+	if o.Seed == 0 {
+		o.Seed = rand.Uint64()
+	}
+	if o.ShrinkTime == 0 {
+		o.ShrinkTime = 30 * time.Second
+	}
+	if o.Parallel == 0 {
+		o.Parallel = 1
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(ScenarioDir, name)
+	}
+	return o
+}
+
+func (o SearchOptions) validate() error {
+	var errs []error
+	if o.Checks < 0 {
+		errs = append(errs, fmt.Errorf("SearchOptions.Checks is %d: give a number of plans, or 0 for 100", o.Checks))
+	}
+	if o.ShrinkTime < 0 {
+		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for 30s", o.ShrinkTime))
+	}
+	if o.Parallel < 0 || o.Parallel > MaxParallel {
+		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for 1", o.Parallel, MaxParallel))
+	}
+	if err := writable(o.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("SearchOptions.Dir: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// writable checks, without creating anything, that dir can be made and
+// written: its nearest existing ancestor is a writable folder.
+func writable(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		info, err := os.Stat(p)
+		switch {
+		case err == nil && !info.IsDir():
+			return fmt.Errorf("%s is not a folder, so %s cannot be made", p, dir)
+		case err == nil:
+			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+				return fmt.Errorf("folder %s cannot be written: %w", p, err)
+			}
+			return nil
+		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
+}
+
+// searchOptionsFromFlags is what Check searches with: rapid's flags
+// (-rapid.checks, -rapid.seed, -rapid.shrinktime and their RAPID_* twins)
+// and -kubeprop.parallel.
+func searchOptionsFromFlags() SearchOptions {
+	var o SearchOptions
+	if f := flag.Lookup("rapid.checks"); f != nil {
+		o.Checks, _ = strconv.Atoi(f.Value.String())
+	}
+	if f := flag.Lookup("rapid.seed"); f != nil {
+		o.Seed, _ = strconv.ParseUint(f.Value.String(), 10, 64)
+	}
+	if f := flag.Lookup("rapid.shrinktime"); f != nil {
+		o.ShrinkTime, _ = time.ParseDuration(f.Value.String())
+	}
+	o.Parallel = *parallelFlag
+	return o
+}
+
+// Check draws fault plans and runs each on env; a property failure is
+// shrunk to a minimal plan, printed with its timeline, saved as a scenario
+// file and given a replay command. It searches with rapid's flags
+// (-rapid.checks, -rapid.seed, -rapid.shrinktime, and their RAPID_*
+// twins) and -kubeprop.parallel; CheckWith takes the options as a value.
+// With -kubeprop.replay=FILE it replays that scenario instead.
+func Check(t TB, env *Env, spec Spec) {
+	t.Helper()
+	CheckWith(t, env, spec, searchOptionsFromFlags())
+}
+
+// CheckWith is Check with the search's options given.
+func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
+	t.Helper()
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if *replayFlag != "" {
+		replay(t, env, spec, *replayFlag, true)
+		return
+	}
+	f, err := Find(env, spec, t.Name(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f != nil {
+		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    seed:     %d\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
+			f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.Seed,
+			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, runPattern(t.Name()), f.Scenario)
+		t.FailNow()
+	}
+}
+
+// Finding is a property failure found and shrunk by Check or Find.
+type Finding struct {
+	Property string
+	Message  string // deterministic
+	Detail   string
+	// Plan is the shrunk plan; DrawnSteps the length of the plan that
+	// failed first.
+	Plan       []faults.Step
+	DrawnSteps int
+	// Seed is the search's: the same seed finds the same first failure.
+	Seed uint64
+	// FoundAfter and ShrunkAfter are the times from the start of the
+	// search to the first failure and to the last smaller one.
+	FoundAfter, ShrunkAfter time.Duration
+	// Scenario and Page are the files written: the scenario to replay and
+	// the HTML timeline.
+	Scenario, Page string
+	Report         *Report
+}
+
+// Find draws plans, shrinks the first failure, saves its scenario under
+// opts.Dir, and returns it; nil when every plan passed. The error is for
+// bad input and the harness's own failures.
+func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error) {
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults(name)
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &searcher{env: env, spec: spec, opts: opts, outcomes: map[string][]Failure{}}
+	start := time.Now()
+	gen := faults.Plan(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: len(spec.Fixtures("default"))}, spec.MaxSteps)
+	_, first, err := s.firstFailing(searchPlans(gen, opts.Seed, opts.Checks), "", time.Time{})
+	if err != nil || first == nil {
+		return nil, err
+	}
+	failedAt := time.Now()
+	last, lastAt := s.shrink(first, failedAt.Add(opts.ShrinkTime))
+	if lastAt.IsZero() {
+		lastAt = failedAt
+	}
+	f := last.Failures[0]
+	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
+		Seed: opts.Seed, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
+	finding.Scenario = filepath.Join(opts.Dir, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
+	scenario := Scenario{Version: ScenarioVersion, Test: name,
+		Expect: Expect{Outcome: OutcomeFail, Property: f.Property, Message: f.Message}}
+	for _, st := range last.Plan {
+		m, err := faults.EncodeStep(st)
+		if err != nil {
+			return finding, fmt.Errorf("saving the scenario of %s: %w", name, err)
+		}
+		scenario.Plan = append(scenario.Plan, m)
+	}
+	if err := writeScenario(finding.Scenario, scenario); err != nil {
+		return finding, err
+	}
+	finding.Page = strings.TrimSuffix(finding.Scenario, ".yaml") + ".html"
+	if err := last.writeHTML(finding.Page, name+": "+f.Property); err != nil {
+		return finding, err
+	}
+	return finding, nil
+}
+
+// searchPlans draws n plans from seed, as rapid.Check's checks do.
+func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]faults.Step {
+	plans := make([][]faults.Step, n)
+	for i := range plans {
+		seed += uint64(i) // rapid's findBug steps its seed so
+		plans[i] = gen.Example(int(seed))
+	}
+	return plans
+}
+
+// searcher runs the plans of one search.
+type searcher struct {
+	env  *Env
+	spec Spec
+	opts SearchOptions
+
+	mu sync.Mutex
+	// outcomes are the failures of every plan run, by plan (nil for a
+	// pass): a plan is never run twice. Only failures are kept, not
+	// reports (a report holds its whole trace).
+	outcomes map[string][]Failure
+}
+
+// run runs one plan and shows it to OnCase; it returns the report of a
+// failure, nil for a pass.
+func (s *searcher) run(plan []faults.Step) (*Report, error) {
+	rep, err := Run(context.Background(), s.env, s.spec, plan)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.OnCase != nil {
+		s.opts.OnCase(rep)
+	}
+	s.mu.Lock()
+	s.outcomes[faults.FormatPlan(plan)] = rep.Failures
+	s.mu.Unlock()
+	if !rep.Failed() {
+		return nil, nil
+	}
+	return rep, nil
+}
+
+func (s *searcher) known(plan []faults.Step) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.outcomes[faults.FormatPlan(plan)]
+	return ok
+}
+
+// firstFailing runs plans, Parallel at a time in their order, and returns
+// the lowest index whose case fails (failing property, when given; any
+// property otherwise), with its report; -1 and nil when none does. Plans
+// run before are skipped (they did not fail that way: see shrink); none is
+// started after the first failure found or, when deadline is set, after
+// the deadline.
+func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time) (int, *Report, error) {
+	type result struct {
+		i   int
+		rep *Report
+		err error
+	}
+	results := make(chan result)
+	best, running, next := -1, 0, 0
+	var bestRep *Report
+	var firstErr error
+	for {
+		for running < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
+			(deadline.IsZero() || time.Now().Before(deadline)) {
+			i := next
+			next++
+			if s.known(plans[i]) {
+				continue
+			}
+			running++
+			go func() {
+				rep, err := s.run(plans[i])
+				results <- result{i, rep, err}
+			}()
+		}
+		if running == 0 {
+			return best, bestRep, firstErr
+		}
+		r := <-results
+		running--
+		switch {
+		case r.err != nil:
+			if firstErr == nil {
+				firstErr = fmt.Errorf("the harness failed: %w", r.err)
+			}
+		case r.rep != nil && (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best):
+			best, bestRep = r.i, r.rep
+		}
+	}
+}
+
+// shrink returns the smallest plan it finds that fails as rep does, and
+// when it found it (zero if rep is the smallest).
+func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
+	property := rep.Failures[0].Property
+	var at time.Time
+	try := func(candidates [][]faults.Step) bool {
+		_, smaller, err := s.firstFailing(candidates, property, deadline)
+		if err != nil || smaller == nil {
+			return false
+		}
+		rep, at = smaller, time.Now()
+		return true
+	}
+	for time.Now().Before(deadline) {
+		// The steps that did nothing, all at once.
+		if len(rep.NoOps) > 0 && len(rep.NoOps) < len(rep.Plan) {
+			var kept []faults.Step
+			for i, st := range rep.Plan {
+				if !slices.Contains(rep.NoOps, i) {
+					kept = append(kept, st)
+				}
+			}
+			if try([][]faults.Step{kept}) {
+				continue
+			}
+		}
+		var drops [][]faults.Step
+		for i := range rep.Plan {
+			if len(rep.Plan) > 1 {
+				drops = append(drops, slices.Delete(slices.Clone(rep.Plan), i, i+1))
+			}
+		}
+		if try(drops) {
+			continue
+		}
+		var simpler [][]faults.Step
+		for i := range rep.Plan {
+			for _, st := range faults.Simpler(rep.Plan[i]) {
+				plan := slices.Clone(rep.Plan)
+				plan[i] = st
+				simpler = append(simpler, plan)
+			}
+		}
+		if !try(simpler) {
+			break
+		}
+	}
+	return rep, at
+}
+
+// TB is what Check needs of a test: *testing.T, or rapid's TB.
+type TB = rapid.TB
