@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -70,6 +71,7 @@ type Env struct {
 	dynamic          dynamic.Interface
 	timeScale        float64
 	nodes            *caseNodes
+	kubeletConfig    *rest.Config // the kubelet simulator's connection
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -101,7 +103,7 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())
 	}
-	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale, nodes: nodes}
+	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale, nodes: nodes, kubeletConfig: kubeletCfg}
 	if err := e.connect(); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
@@ -152,6 +154,22 @@ func (e *Env) ClusterDuration(wall time.Duration) time.Duration {
 // WallDuration converts a cluster duration to wall time.
 func (e *Env) WallDuration(clusterTime time.Duration) time.Duration {
 	return e.Cluster.Scaled(clusterTime)
+}
+
+// closeIdleConnections closes the idle connections of the connections the
+// cases share. Many cases' watches at once open more HTTP/2 connections
+// than one (the API server allows 100 streams on each); once those cases
+// are over, the extra connections would stay open, idle, for good.
+func (e *Env) closeIdleConnections() {
+	for _, cfg := range []*rest.Config{e.Config(), e.userConfig, e.kubeletConfig} {
+		if cfg == nil {
+			continue
+		}
+		// Configs of the same credentials share one transport: this is it.
+		if rt, err := rest.TransportFor(cfg); err == nil {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+	}
 }
 
 // Stop stops the kubelets and every process of the cluster. It is safe to

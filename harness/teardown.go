@@ -89,6 +89,7 @@ func (c *caseRun) teardown() Teardown {
 		}
 	}
 	c.env.nodes.release(c.namespace)
+	c.env.closeIdleConnections()
 	td.Took = time.Since(start)
 	return td
 }
