@@ -31,13 +31,14 @@ func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // the client-go controller reports its errors through klog
 	flag.Parse()
 	// A case takes seconds: unless told otherwise, draw 5 plans per check
-	// and give shrinking 60 s.
+	// and give shrinking 2 minutes (under -race on 2 cores a case that
+	// waits for quiescence or a convergence deadline takes 20-40 s).
 	userChecks = os.Getenv("RAPID_CHECKS") != "" || flagSet("rapid.checks")
 	if !userChecks {
 		_ = flag.Set("rapid.checks", "5")
 	}
 	if !flagSet("rapid.shrinktime") {
-		_ = flag.Set("rapid.shrinktime", "60s")
+		_ = flag.Set("rapid.shrinktime", "2m")
 	}
 	env = harness.MustStart(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{filepath.Join("..", suite.CRDs)}})
 	code := m.Run()

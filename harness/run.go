@@ -141,6 +141,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	var times Times
 	defer func() {
 		td := c.teardown()
+		if rep == nil && err != nil && len(td.Left) > 0 {
+			err = fmt.Errorf("%w; teardown left: %s", err, strings.Join(td.Left, "; "))
+		}
 		if rep != nil {
 			rep.Teardown = td
 			for _, f := range td.Forced {

@@ -33,10 +33,11 @@ import (
 // with Parallel > 1, no plan after it is started once it is known, and
 // the plans before it still running finish first. Shrinking keeps each
 // change after which the same property still fails: it drops the steps
-// the case recorded as no-ops together (one run), then tries dropping
-// each step, then each step's simpler forms (faults.Simpler), Parallel
-// candidates at a time, taking the first in that order that fails, until
-// none does or ShrinkTime has passed since the failure was found.
+// the case recorded as no-ops together (one run), then tries each step
+// alone, then dropping each step, then each step's simpler forms
+// (faults.Simpler), Parallel candidates at a time, taking the first in
+// that order that fails, until none does or ShrinkTime has passed since
+// the failure was found.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
 	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: the default, 1)")
@@ -369,6 +370,18 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 				}
 			}
 			if try([][]faults.Step{kept}) {
+				continue
+			}
+		}
+		// Each step alone: most bugs need one or two steps, and a plan of
+		// one step is the shortest case there is; dropping steps one at a
+		// time would take a run per step to get there.
+		if len(rep.Plan) > 2 {
+			var singles [][]faults.Step
+			for _, st := range rep.Plan {
+				singles = append(singles, []faults.Step{st})
+			}
+			if try(singles) {
 				continue
 			}
 		}

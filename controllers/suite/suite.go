@@ -123,7 +123,7 @@ func expect(t Target, steps, checks int) Target {
 // slow gives a target whose failing cases take most of a minute a longer
 // shrink budget.
 func slow(t Target) Target {
-	t.ShrinkTime = 2 * time.Minute
+	t.ShrinkTime = 4 * time.Minute
 	return t
 }
 

@@ -6,7 +6,7 @@
 // <controller>/; HTML timelines to reports/.
 //
 // Run it from the repository's root: make demo. Flags: -only NAME,
-// -checks (plans per controller, default 20), -shrinktime (60s), -seed,
+// -checks (plans per controller, default 20), -shrinktime (2m), -seed,
 // -parallel; -seeds N measures detection over N seeds instead (make
 // bench); -memprofile FILE writes what the run still holds at its end.
 package main
@@ -38,7 +38,7 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
 	flag.IntVar(&search.Checks, "checks", 20, "plans per controller")
 	flag.Uint64Var(&search.Seed, "seed", 0, "the searches' seed (0: random)")
-	flag.DurationVar(&search.ShrinkTime, "shrinktime", time.Minute, "time budget for shrinking a failure")
+	flag.DurationVar(&search.ShrinkTime, "shrinktime", 2*time.Minute, "time budget for shrinking a failure")
 	flag.IntVar(&search.Parallel, "parallel", 0, "cases run at once (0: the default)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
