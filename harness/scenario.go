@@ -44,6 +44,24 @@ const (
 	OutcomeFail = "fail"
 )
 
+// SaveScenario writes the scenario of the report's first failure to path:
+// the plan as the case carried it out, the failure expected. test is the
+// test that replays it (TestConformance/podset), for the header's replay
+// command.
+func (r *Report) SaveScenario(path, test string) error {
+	f := r.Failures[0]
+	s := Scenario{Version: ScenarioVersion, Test: test,
+		Expect: Expect{Outcome: OutcomeFail, Property: f.Property, Message: f.Message}}
+	for _, st := range r.Plan {
+		m, err := faults.EncodeStep(st)
+		if err != nil {
+			return fmt.Errorf("writing scenario %s: %w", path, err)
+		}
+		s.Plan = append(s.Plan, m)
+	}
+	return writeScenario(path, s)
+}
+
 func writeScenario(path string, s Scenario) error {
 	b, err := yaml.Marshal(s)
 	if err != nil {

@@ -233,16 +233,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
 		Seed: opts.Seed, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
 	finding.Scenario = filepath.Join(opts.Dir, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
-	scenario := Scenario{Version: ScenarioVersion, Test: name,
-		Expect: Expect{Outcome: OutcomeFail, Property: f.Property, Message: f.Message}}
-	for _, st := range last.Plan {
-		m, err := faults.EncodeStep(st)
-		if err != nil {
-			return finding, fmt.Errorf("saving the scenario of %s: %w", name, err)
-		}
-		scenario.Plan = append(scenario.Plan, m)
-	}
-	if err := writeScenario(finding.Scenario, scenario); err != nil {
+	if err := last.SaveScenario(finding.Scenario, name); err != nil {
 		return finding, err
 	}
 	finding.Page = strings.TrimSuffix(finding.Scenario, ".yaml") + ".html"

@@ -54,7 +54,6 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
 	"github.com/kubeprop/kubeprop/faults"
@@ -402,35 +401,11 @@ func vmRSS(path string) int64 {
 	return -1
 }
 
-// saveScenario writes a failing case's scenario as harness.Check writes
-// its own (the harness's writer is unexported): the plan as it acted, the
-// failure expected. The suite's TestConformance replays it with
-// -kubeprop.replay.
+// saveScenario writes a failing case's scenario under the soak's folder,
+// for the suite's TestConformance to replay with -kubeprop.replay.
 func (s *soak) saveScenario(target string, n int, rep *harness.Report) (string, error) {
-	f := rep.Failures[0]
-	test := "TestConformance/" + target
-	sc := harness.Scenario{Version: harness.ScenarioVersion, Test: test,
-		Expect: harness.Expect{Outcome: harness.OutcomeFail, Property: f.Property, Message: f.Message}}
-	for _, step := range rep.Plan {
-		m, err := faults.EncodeStep(step)
-		if err != nil {
-			return "", fmt.Errorf("saving the scenario: %w", err)
-		}
-		sc.Plan = append(sc.Plan, m)
-	}
-	b, err := yaml.Marshal(sc)
-	if err != nil {
-		return "", fmt.Errorf("saving the scenario: %w", err)
-	}
-	path := filepath.Join(s.scenarioTo, target, fmt.Sprintf("%s-case%d.yaml", f.Property, n))
-	header := fmt.Sprintf("# kubeprop scenario (make soak, case %d). Replay: go test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n", n, target, path)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("saving the scenario: %w", err)
-	}
-	if err := os.WriteFile(path, append([]byte(header), b...), 0o644); err != nil {
-		return "", fmt.Errorf("saving the scenario: %w", err)
-	}
-	return path, nil
+	path := filepath.Join(s.scenarioTo, target, fmt.Sprintf("%s-case%d.yaml", rep.Failures[0].Property, n))
+	return path, rep.SaveScenario(path, "TestConformance/"+target)
 }
 
 // summary prints the outcome and the growth over the run.
