@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -49,21 +47,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// searchOptions are the search's options from rapid's flags and
-// -kubeprop.parallel, as Check reads them, with one difference: without
-// -rapid.seed (or RAPID_SEED) the seed is 1, not a random one. The suite
-// gates every landing: it draws the same plans on every run, and a bug
-// missed or a false alarm is not down to the luck of a draw (make bench
-// measures detection over several seeds).
+// searchOptions are Check's options (harness.SearchOptionsFromFlags) with
+// one difference: without -rapid.seed (or RAPID_SEED) the seed is 1, not a
+// random one. The suite gates every landing: it draws the same plans on
+// every run, and a bug missed or a false alarm is not down to the luck of
+// a draw (make bench measures detection over several seeds).
 func searchOptions() harness.SearchOptions {
-	var o harness.SearchOptions
-	o.Checks, _ = strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
-	o.Seed = 1
-	if flagSet("rapid.seed") || os.Getenv("RAPID_SEED") != "" {
-		o.Seed, _ = strconv.ParseUint(flag.Lookup("rapid.seed").Value.String(), 10, 64)
+	o := harness.SearchOptionsFromFlags()
+	if o.Seed == 0 {
+		o.Seed = 1
 	}
-	o.ShrinkTime, _ = time.ParseDuration(flag.Lookup("rapid.shrinktime").Value.String())
-	o.Parallel, _ = strconv.Atoi(flag.Lookup("kubeprop.parallel").Value.String())
 	return o
 }
 

@@ -133,10 +133,10 @@ func writable(dir string) error {
 	}
 }
 
-// searchOptionsFromFlags is what Check searches with: rapid's flags
+// SearchOptionsFromFlags is what Check searches with: rapid's flags
 // (-rapid.checks, -rapid.seed, -rapid.shrinktime and their RAPID_* twins)
 // and -kubeprop.parallel.
-func searchOptionsFromFlags() SearchOptions {
+func SearchOptionsFromFlags() SearchOptions {
 	var o SearchOptions
 	if f := flag.Lookup("rapid.checks"); f != nil {
 		o.Checks, _ = strconv.Atoi(f.Value.String())
@@ -159,7 +159,7 @@ func searchOptionsFromFlags() SearchOptions {
 // With -kubeprop.replay=FILE it replays that scenario instead.
 func Check(t TB, env *Env, spec Spec) {
 	t.Helper()
-	CheckWith(t, env, spec, searchOptionsFromFlags())
+	CheckWith(t, env, spec, SearchOptionsFromFlags())
 }
 
 // CheckWith is Check with the search's options given.
