@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -122,31 +122,58 @@ func (c *caseRun) namespacedResources() ([]schema.GroupVersionResource, error) {
 	return out, nil
 }
 
+// namespacedObject is one object of the case's namespace and the client
+// of its resource there.
+type namespacedObject struct {
+	client dynamic.ResourceInterface
+	obj    unstructured.Unstructured
+}
+
+// objects lists every object of the case's namespace, of every resource
+// given. A resource that cannot be listed holds nothing of the case's to
+// free.
+func (c *caseRun) objects(ctx context.Context, resources []schema.GroupVersionResource) []namespacedObject {
+	var out []namespacedObject
+	for _, gvr := range resources {
+		client := c.env.dynamic.Resource(gvr).Namespace(c.namespace)
+		list, err := client.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range list.Items {
+			out = append(out, namespacedObject{client, o})
+		}
+	}
+	return out
+}
+
+// dropFinalizers removes an object's finalizers; gone is no error.
+func (o namespacedObject) dropFinalizers(ctx context.Context) error {
+	_, err := o.client.Patch(ctx, o.obj.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{FieldManager: ManagerFaults})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 // removeFinalizers removes every finalizer from the objects of the case's
 // namespace and lists what it removed.
 func (c *caseRun) removeFinalizers(ctx context.Context, resources []schema.GroupVersionResource) []string {
 	var removed []string
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	for _, gvr := range resources {
-		list, err := c.env.dynamic.Resource(gvr).Namespace(c.namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue // a resource that cannot be listed holds nothing of ours to free
+	for _, o := range c.objects(ctx, resources) {
+		finalizers := o.obj.GetFinalizers()
+		if len(finalizers) == 0 {
+			continue
 		}
-		for _, o := range list.Items {
-			if len(o.GetFinalizers()) == 0 {
-				continue
-			}
-			_, err := c.env.dynamic.Resource(gvr).Namespace(c.namespace).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: ManagerFaults})
-			if err != nil && !apierrors.IsNotFound(err) {
-				removed = append(removed, fmt.Sprintf("finalizers %v of %s %s not removed: %v", o.GetFinalizers(), o.GetKind(), o.GetName(), err))
-				continue
-			}
-			state := "live"
-			if o.GetDeletionTimestamp() != nil {
-				state = "deleted"
-			}
-			removed = append(removed, fmt.Sprintf("removed finalizers %v of %s %s (%s)", o.GetFinalizers(), o.GetKind(), o.GetName(), state))
+		if err := o.dropFinalizers(ctx); err != nil {
+			removed = append(removed, fmt.Sprintf("finalizers %v of %s %s not removed: %v", finalizers, o.obj.GetKind(), o.obj.GetName(), err))
+			continue
 		}
+		state := "live"
+		if o.obj.GetDeletionTimestamp() != nil {
+			state = "deleted"
+		}
+		removed = append(removed, fmt.Sprintf("removed finalizers %v of %s %s (%s)", finalizers, o.obj.GetKind(), o.obj.GetName(), state))
 	}
 	return removed
 }
@@ -189,22 +216,14 @@ func (c *caseRun) emptyNamespace(ctx context.Context, resources []schema.GroupVe
 		if err := c.userClient.Get(ctx, types.NamespacedName{Name: c.namespace}, &ns); apierrors.IsNotFound(err) {
 			return true, nil
 		}
-		remaining := 0
-		for _, gvr := range resources {
-			objects := c.env.dynamic.Resource(gvr).Namespace(c.namespace)
-			list, err := objects.List(ctx, metav1.ListOptions{})
-			if err != nil || len(list.Items) == 0 {
-				continue
+		remaining := c.objects(ctx, resources)
+		for _, o := range remaining {
+			if len(o.obj.GetFinalizers()) > 0 { // added since removeFinalizers
+				_ = o.dropFinalizers(ctx)
 			}
-			remaining += len(list.Items)
-			for _, o := range list.Items {
-				if len(o.GetFinalizers()) > 0 { // added since removeFinalizers
-					_, _ = objects.Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{FieldManager: ManagerFaults})
-				}
-				_ = objects.Delete(ctx, o.GetName(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-			}
+			_ = o.client.Delete(ctx, o.obj.GetName(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
-		if remaining > 0 {
+		if len(remaining) > 0 {
 			return false, nil
 		}
 		if ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) > 0 {
@@ -219,17 +238,8 @@ func (c *caseRun) emptyNamespace(ctx context.Context, resources []schema.GroupVe
 	left := []string{fmt.Sprintf("Namespace %s: still there %v after it was deleted", c.namespace, TeardownTimeout)}
 	listCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, gvr := range resources {
-		list, err := c.env.dynamic.Resource(gvr).Namespace(c.namespace).List(listCtx, metav1.ListOptions{})
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			continue
-		}
-		for _, o := range list.Items {
-			left = append(left, describeLeft(&o))
-		}
+	for _, o := range c.objects(listCtx, resources) {
+		left = append(left, describeLeft(&o.obj))
 	}
 	return left
 }

@@ -114,12 +114,10 @@ func TestCasesLeaveNoGoroutines(t *testing.T) {
 		run()
 	}
 	// A stopped controller's last goroutines may take a few seconds.
-	excess := moreGoroutines(baseline, goroutineGroups())
-	for deadline := time.Now().Add(20 * time.Second); excess != "" && time.Now().Before(deadline); {
-		time.Sleep(500 * time.Millisecond)
-		excess = moreGoroutines(baseline, goroutineGroups())
-	}
-	require.Empty(t, excess, "goroutines left by the cases")
+	eventually(t, 20*time.Second, "no goroutine left by the cases", func(context.Context) (bool, string, error) {
+		excess := moreGoroutines(baseline, goroutineGroups())
+		return excess == "", excess, nil
+	})
 }
 
 // goroutineGroups counts the goroutines by their top function and the
