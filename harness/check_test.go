@@ -137,7 +137,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	var plans []string // of every case run; "FAIL " before a failing one
 	// A seed whose first plan has several steps: the bug shows at the first
 	// plan, and shrinking has steps to drop.
-	gen := faults.Plan(spec.Faults, faults.Config{Nodes: 3, Fixtures: 1}, 5)
+	gen := spec.Plans()
 	seed := 1
 	for len(gen.Example(seed)) < 3 {
 		seed++

@@ -219,8 +219,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	}
 	s := &searcher{env: env, spec: spec, opts: opts, outcomes: map[string][]Failure{}}
 	start := time.Now()
-	gen := faults.Plan(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: len(spec.Fixtures("default"))}, spec.MaxSteps)
-	_, first, err := s.firstFailing(searchPlans(gen, opts.Seed, opts.Checks), "", time.Time{})
+	_, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{})
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -241,6 +240,18 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return finding, err
 	}
 	return finding, nil
+}
+
+// Plans is the generator the spec's plans are drawn from: 1 to MaxSteps
+// steps of its faults, for its nodes and fixtures (zero values take their
+// defaults). Its Example(seed) is one plan.
+func (s Spec) Plans() *rapid.Generator[[]faults.Step] {
+	s = s.withDefaults()
+	fixtures := 0
+	if s.Fixtures != nil {
+		fixtures = len(s.Fixtures("default"))
+	}
+	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: fixtures}, s.MaxSteps)
 }
 
 // searchPlans draws n plans from seed, as rapid.Check's checks do.

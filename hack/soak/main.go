@@ -60,13 +60,6 @@ import (
 	"github.com/kubeprop/kubeprop/harness"
 )
 
-// The defaults harness.Spec documents for zero values (its withDefaults
-// is unexported): plans are drawn as the harness draws them.
-const (
-	defaultNodes    = 3
-	defaultMaxSteps = 5
-)
-
 // casePrefix starts the names of the harness's case namespaces and nodes.
 const casePrefix = "kp-"
 
@@ -139,21 +132,7 @@ func pickTargets(names string) ([]soakTarget, error) {
 			return nil, fmt.Errorf("no target %q in controllers/suite; the targets are %s", name, strings.Join(known, ", "))
 		}
 		spec := all[i].Spec
-		fs, nodes, maxSteps := spec.Faults, spec.Nodes, spec.MaxSteps
-		if fs == nil {
-			fs = faults.Default()
-		}
-		if nodes == 0 {
-			nodes = defaultNodes
-		}
-		if maxSteps == 0 {
-			maxSteps = defaultMaxSteps
-		}
-		if spec.Fixtures == nil {
-			return nil, fmt.Errorf("target %s has no fixtures", name)
-		}
-		cfg := faults.Config{Nodes: nodes, Fixtures: len(spec.Fixtures("default"))}
-		out = append(out, soakTarget{name: name, spec: spec, plan: faults.Plan(fs, cfg, maxSteps)})
+		out = append(out, soakTarget{name: name, spec: spec, plan: spec.Plans()})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("-targets names no target")
