@@ -69,9 +69,8 @@ type managerController struct {
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
 	inst := &instance{}
-	cfg := rest.CopyConfig(c.env.controllerConfig)
-	cfg.Wrap(inst.track)
-	cfg.Wrap(c.ctlFaults.wrapTransport)
+	// Its client injects the write faults (NewClient below).
+	cfg := c.instanceConfig(inst, false)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 c.spec.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -90,6 +91,21 @@ func (inst *instance) track(rt http.RoundTripper) http.RoundTripper {
 	inst.transports = append(inst.transports, rt)
 	inst.mu.Unlock()
 	return rt
+}
+
+// instanceConfig is the controller user's connection for one instance:
+// its transport tracked (closeConnections), its watch streams through the
+// watch faults, and, with writes, its writes through the API errors and
+// the crash after a write at the HTTP level (for the controllers whose
+// client the harness does not build).
+func (c *caseRun) instanceConfig(inst *instance, writes bool) *rest.Config {
+	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(inst.track)
+	cfg.Wrap(c.ctlFaults.wrapTransport)
+	if writes {
+		cfg.Wrap(c.ctlFaults.wrapWrites(inst))
+	}
+	return cfg
 }
 
 func (inst *instance) closeConnections() {

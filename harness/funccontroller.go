@@ -33,10 +33,7 @@ type funcController struct {
 func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
 	inst := &instance{}
-	cfg := rest.CopyConfig(c.env.controllerConfig)
-	cfg.Wrap(inst.track)
-	cfg.Wrap(c.ctlFaults.wrapTransport)
-	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
+	cfg := c.instanceConfig(inst, true)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

@@ -125,10 +125,7 @@ type controllerProxy struct {
 }
 
 func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
-	cfg := rest.CopyConfig(c.env.controllerConfig)
-	cfg.Wrap(inst.track)
-	cfg.Wrap(c.ctlFaults.wrapTransport)
-	cfg.Wrap(c.ctlFaults.wrapWrites(inst))
+	cfg := c.instanceConfig(inst, true)
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the controller's proxy: building its transport: %w", err)
