@@ -21,6 +21,18 @@ const annotation = "apps.kubeprop.dev/pods"
 func New() *podset.Reconciler {
 	return &podset.Reconciler{Flaws: podset.Flaws{
 		ListPods: func(ctx context.Context, r *podset.Reconciler, ps *podset.PodSet) ([]corev1.Pod, error) {
+			// The annotation is read fresh, as the correct controller lists
+			// its pods: a cached PodSet that has not seen the last record
+			// would lose pods without any crash, a second bug that makes
+			// the first one's plans fail at random.
+			var fresh podset.PodSet
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(ps), &fresh); err != nil {
+				return nil, fmt.Errorf("reading PodSet %s: %w", ps.Name, err)
+			}
+			if ps.Annotations == nil {
+				ps.Annotations = map[string]string{}
+			}
+			ps.Annotations[annotation] = fresh.Annotations[annotation]
 			var out []corev1.Pod
 			for _, name := range strings.Split(ps.Annotations[annotation], ",") {
 				if name == "" {
