@@ -79,12 +79,11 @@ demo: bins
 	$(GO) run ./hack/demo $(DEMO_FLAGS)
 
 # The soak: SOAK_CASES cases of the correct PodSet controller (SOAK_TARGETS:
-# comma-separated suite targets) one after another in one process, each a
-# plan of every fault; a line every 100 cases with the failures, the
+# comma-separated suite targets) in one process, harness.DefaultParallel at
+# once (SOAK_PARALLEL), each a plan of every fault; a line every 100 cases with the failures, the
 # process's RSS, heap and goroutines, the case namespaces and pods left and
 # the API server's RSS, then the growth over the run. Not part of test or
-# bench: it runs for hours (a case takes 15-20 s on 2 cores, 1000 cases
-# about 5 h). SOAK_FLAGS passes flags on, e.g. SOAK_FLAGS='-every 10 -seed 7'.
+# bench: it runs for an hour or more. SOAK_FLAGS passes flags on, e.g. SOAK_FLAGS='-every 10 -seed 7'.
 SOAK_CASES   ?= 1000
 SOAK_TARGETS ?= podset
 SOAK_FLAGS   ?=

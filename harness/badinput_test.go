@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +42,7 @@ func TestSearchOptionsValidation(t *testing.T) {
 	ran := false
 	opts := harness.SearchOptions{Parallel: 65, Checks: -1, Dir: filepath.Join(file, "scenarios"), OnCase: func(*harness.Report) { ran = true }}
 	_, err := harness.Find(env, widgetSpec(false), "bad", opts)
-	require.ErrorContains(t, err, "SearchOptions.Parallel is 65: give 1 to 64 cases at once, or 0 for 1")
+	require.ErrorContains(t, err, "SearchOptions.Parallel is 65: give 1 to 64 cases at once, or 0 for the default")
 	require.ErrorContains(t, err, "SearchOptions.Checks is -1")
 	require.ErrorContains(t, err, "SearchOptions.Dir: "+file+" is not a folder")
 	opts = harness.SearchOptions{Parallel: -1}
@@ -129,4 +131,36 @@ func TestFuncControllerMisbehaviour(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.Failed())
 	require.Equal(t, "no-panics: the controller panicked: the controller returned while the case went on: lost my lease", rep.Failures[0].Message)
+}
+
+// TestHangingCaseFailsAlone: of cases run side by side, one whose
+// controller never stops fails the search as a harness error naming its
+// namespace and plan; the case beside it runs to its end.
+func TestHangingCaseFailsAlone(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release) // the stuck controller's goroutine ends with the test
+	var started atomic.Int32
+	spec := widgetSpec(false)
+	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{})} // no restarts: the first instance stops at teardown
+	spec.Controller = harness.Func(func(ctx context.Context, _ *rest.Config) error {
+		if started.Add(1) == 1 {
+			<-release // ignores its context
+			return nil
+		}
+		<-ctx.Done()
+		return nil
+	})
+	var mu sync.Mutex
+	var ended []string
+	opts := harness.SearchOptions{Checks: 2, Seed: 1, Parallel: 2, Dir: t.TempDir(), OnCase: func(rep *harness.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = append(ended, rep.Namespace)
+	}}
+	_, err := harness.Find(env, spec, "hanging", opts)
+	require.Error(t, err)
+	t.Log(err)
+	require.Regexp(t, `^the harness failed: case kp-\d+ \(plan \[.*\]\): the controller did not return within 30s of its context ending`, err.Error())
+	require.Len(t, ended, 2, "both cases ended: the stuck one after its bound")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type controllerFaults struct {
 	watchDelay time.Duration
 	watchUntil time.Time
 	watches    map[*delayedBody]bool
+	// foreign are the controller's writes into other cases' namespaces,
+	// "verb resource in namespace", each once.
+	foreign []string
 	// undelivered counts watch chunks held back: the controller has
 	// events coming, so it is not idle.
 	undelivered atomic.Int64
@@ -171,6 +175,9 @@ func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResour
 	defer f.mu.Unlock()
 	switch {
 	case namespace != f.namespace:
+		if isCaseNamespace(namespace) {
+			f.noteForeign(verb + " " + gr.Resource + " in " + namespace)
+		}
 		return nil
 	case f.failErr == faults.Conflict && verb != "update" && verb != "patch":
 		return nil
@@ -190,6 +197,23 @@ func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResour
 	default:
 		return apierrors.NewInternalError(errors.New("an error injected by kubeprop"))
 	}
+}
+
+// maxForeign bounds the foreign writes a case lists: a few name the
+// problem.
+const maxForeign = 10
+
+// noteForeign records a write into another case's namespace; f.mu held.
+func (f *controllerFaults) noteForeign(write string) {
+	if len(f.foreign) < maxForeign && !slices.Contains(f.foreign, write) {
+		f.foreign = append(f.foreign, write)
+	}
+}
+
+func (f *controllerFaults) foreignWrites() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.foreign)
 }
 
 // wrote counts a write that went through (resource with its

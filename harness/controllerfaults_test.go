@@ -108,15 +108,21 @@ func TestResourceOf(t *testing.T) {
 
 // TestRefusalInTheCaseNamespace: API errors refuse the case's writes only;
 // a controller of every namespace writing to an earlier case's goes
-// through, and the refusals left are not used up by it.
+// through, and the refusals left are not used up by it. Writes into
+// another case's namespace are noted, each once; others are not.
 func TestRefusalInTheCaseNamespace(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
+	f := newControllerFaults(newRecorder(1), "kp-2", nil, nil)
 	f.failWrites(faults.InternalError, 1, 0)
 	pods := schema.GroupResource{Resource: "pods"}
 	require.NoError(t, f.refusal("create", "kp-1", pods, ""))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "b"))
+	require.NoError(t, f.refusal("delete", "kp-1", pods, "a"))
+	require.NoError(t, f.refusal("create", "kube-system", pods, ""))
+	require.NoError(t, f.refusal("create", "kp-x", pods, ""))
 	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
-	require.Error(t, f.refusal("create", "ns", pods, ""))
-	require.NoError(t, f.refusal("create", "ns", pods, ""), "one refusal only")
+	require.Error(t, f.refusal("create", "kp-2", pods, ""))
+	require.NoError(t, f.refusal("create", "kp-2", pods, ""), "one refusal only")
+	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.foreignWrites())
 }
 
 // TestWatchStreamsLeaveNothingBehind: every way a watch stream ends (the

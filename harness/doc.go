@@ -13,4 +13,20 @@
 //	}
 //
 // The cluster binaries come from `make bins`; see package cluster.
+//
+// # Cases side by side
+//
+// A search runs SearchOptions.Parallel cases at once on the one cluster.
+// Each case has a namespace of its own (CaseNamespace), simulated nodes of
+// its own in a zone of its own (topology.kubernetes.io/zone), and its pods
+// are bound only to them by a scheduler extender: the pods themselves are
+// not changed. Faults, panics, refused requests and the trace belong to
+// one case. A controller must act in its case's namespace only (a Manager
+// caches only it; a Func reads it from CaseNamespace(ctx); a Process finds
+// it in its kubeconfig): one seen writing into another case's namespace
+// makes a search with Parallel > 1 fail with an error that says so.
+// Cluster-scoped objects are shared by every case: CRDs, a controller's
+// ClusterRoles, webhooks, labels on nodes of no case. A spec that changes
+// such objects per case, or whose properties read them, must search with
+// Parallel 1.
 package harness

@@ -178,3 +178,112 @@ func TestIsolationOtherPodsStayOffCaseNodes(t *testing.T) {
 	require.NoError(t, r.err)
 	require.False(t, r.rep.Failed(), "failures: %+v\ntimeline:\n%s", r.rep.Failures, strings.Join(r.rep.Timeline, "\n"))
 }
+
+// TestIsolationFaultsStayInTheirCase runs two cases at once: one under
+// the faults that act on the controller (refused writes, a crash after a
+// write, delayed and cut watches) and a container kill, one with scale
+// changes only. The quiet case's trace and timeline show none of the
+// other's faults, requests or objects.
+func TestIsolationFaultsStayInTheirCase(t *testing.T) {
+	scale := func(n int64) faults.Step { return faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: n} }
+	faulty := []faults.Step{
+		faults.APIErrorsStep{Error: faults.Conflict, Requests: 3},
+		scale(4),
+		faults.CrashAfterWriteStep{Writes: 1},
+		scale(2),
+		faults.APIErrorsStep{Error: faults.InternalError, ForMs: 1000},
+		faults.StaleWatchStep{DelayMs: 1000, ForMs: 2000},
+		scale(5),
+		faults.ContainerKillStep{Pod: 0, ExitCode: 137},
+		faults.StaleWatchStep{Drop: true},
+		scale(1),
+	}
+	quiet := []faults.Step{scale(4), scale(2), scale(5), scale(3)}
+	plans := [][]faults.Step{faulty, quiet}
+	reps := make([]*harness.Report, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range reps {
+		wg.Go(func() { reps[i], errs[i] = harness.Run(context.Background(), env, widgetSpec(false), plans[i]) })
+	}
+	wg.Wait()
+	for i := range reps {
+		require.NoError(t, errs[i], "case %d", i)
+		require.False(t, reps[i].Failed(), "case %d failures: %+v\ntimeline:\n%s", i, reps[i].Failures, strings.Join(reps[i].Timeline, "\n"))
+		require.Empty(t, reps[i].ForeignWrites, "case %d", i)
+	}
+	a, b := reps[0].Trace, reps[1].Trace
+	require.True(t, a.Start.Before(b.End) && b.Start.Before(a.End),
+		"the cases did not overlap: %v–%v and %v–%v", a.Start, a.End, b.Start, b.End)
+
+	injected := func(rep *harness.Report) int {
+		n := 0
+		for _, r := range rep.Trace.Requests {
+			if r.UserAgent == harness.UserAgentInjected {
+				n++
+			}
+		}
+		return n
+	}
+	loud, calm := reps[0], reps[1]
+	loudTimeline, calmTimeline := strings.Join(loud.Timeline, "\n"), strings.Join(calm.Timeline, "\n")
+	require.Positive(t, injected(loud), "the faulty case's refused writes are in its trace")
+	require.Contains(t, loudTimeline, "killed right after a write")
+
+	t.Logf("quiet case's timeline:\n%s", calmTimeline)
+	require.Zero(t, injected(calm), "refused writes in the quiet case's trace")
+	require.NotContains(t, calmTimeline, "killed right after a write")
+	require.Len(t, calm.Trace.Events, len(quiet), "the quiet case's events are its own steps")
+	for _, e := range calm.Trace.Events {
+		require.True(t, strings.HasPrefix(e.Name, "ScaleChange{"), "an event of the quiet case: %s", e.Name)
+	}
+	ns := ""
+	for _, s := range calm.Trace.States {
+		for _, o := range s.Objects {
+			if ns == "" {
+				ns = o.GetNamespace()
+			}
+			require.Equal(t, ns, o.GetNamespace(), "an object of another namespace in the quiet case's trace: %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	require.NotEmpty(t, ns)
+	for _, r := range calm.Trace.Requests {
+		require.Equal(t, ns, r.Namespace, "a request of another namespace in the quiet case's trace: %+v", r)
+	}
+	for _, r := range calm.Trace.Reconciles {
+		require.True(t, strings.HasPrefix(r.Key, ns+"/"), "a reconcile of another case in the quiet case's trace: %+v", r)
+	}
+	require.Empty(t, calm.Trace.Panics)
+}
+
+// TestIsolationForeignWrites: a controller that writes into another
+// case's namespace is reported by Run, and makes a search with
+// Parallel > 1 fail with an error that says what to do; Parallel 1 runs.
+func TestIsolationForeignWrites(t *testing.T) {
+	spec := widgetSpec(false)
+	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.Controller = harness.Func(func(ctx context.Context, cfg *rest.Config) error {
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return err
+		}
+		// The namespace of no running case: the write fails, and was
+		// still tried.
+		_ = c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kp-999999", Name: "stray"}})
+		<-ctx.Done()
+		return nil
+	})
+	plan := []faults.Step{faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 2}}
+	rep, err := harness.Run(context.Background(), env, spec, plan)
+	require.NoError(t, err)
+	require.Equal(t, []string{"create configmaps in kp-999999"}, rep.ForeignWrites)
+	require.Contains(t, strings.Join(rep.Timeline, "\n"), "the controller wrote into other cases' namespaces: create configmaps in kp-999999")
+
+	_, err = harness.Find(env, spec, "foreign", harness.SearchOptions{Checks: 2, Seed: 1, Parallel: 2, Dir: t.TempDir()})
+	require.ErrorContains(t, err, "cases of this spec cannot run side by side: its controller wrote into other cases' namespaces (create configmaps in kp-999999)")
+	require.ErrorContains(t, err, "Parallel 1")
+
+	f, err := harness.Find(env, spec, "foreign", harness.SearchOptions{Checks: 1, Seed: 1, Parallel: 1, Dir: t.TempDir()})
+	require.NoError(t, err)
+	require.Nil(t, f)
+}

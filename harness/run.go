@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,10 @@ const (
 
 // Report is the outcome of one case.
 type Report struct {
-	Plan []faults.Step
+	// Namespace is the case's (kp-N): its objects' namespace, and the
+	// zone of its nodes.
+	Namespace string
+	Plan      []faults.Step
 	// Failures are the properties that failed, in the Spec's order.
 	Failures []Failure
 	// Timeline is the case, step by step, for the log.
@@ -42,6 +46,10 @@ type Report struct {
 	// NoOps are the indices in Plan of the steps that no longer applied
 	// (a NodeRecover of a node never lost): the shrinker drops them first.
 	NoOps []int
+	// ForeignWrites are the controller's writes into other cases'
+	// namespaces ("create pods in kp-7"), each once: such a controller
+	// cannot share the cluster with cases running beside it.
+	ForeignWrites []string
 	// Teardown is what ending the case had to force or left behind.
 	Teardown Teardown
 	// Times is where the case's wall time went.
@@ -121,6 +129,17 @@ type caseRun struct {
 
 var caseSeq atomic.Int64
 
+// caseNamespacePrefix starts the name of every case's namespace.
+const caseNamespacePrefix = "kp-"
+
+// isCaseNamespace reports whether a namespace is a case's (this one's or
+// another's).
+func isCaseNamespace(ns string) bool {
+	rest, ok := strings.CutPrefix(ns, caseNamespacePrefix)
+	_, err := strconv.ParseUint(rest, 10, 64)
+	return ok && err == nil
+}
+
 // Run runs one plan on env without rapid: a fresh namespace, nodes and
 // controller, the fixtures, each step followed by a settle, then the heal
 // and the properties' verdicts. The error is for the harness's own
@@ -131,7 +150,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		return nil, err
 	}
 	n := caseSeq.Add(1)
-	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("kp-%d", n), recorder: newRecorder(env.timeScale),
+	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n), recorder: newRecorder(env.timeScale),
 		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}}
 	c.ctlFaults = newControllerFaults(c.recorder, c.namespace, spec.Scheme, env.mapper)
 	c.ctlFaults.onCrash = c.crashed
@@ -143,6 +162,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		td := c.teardown()
 		if rep == nil && err != nil && len(td.Left) > 0 {
 			err = fmt.Errorf("%w; teardown left: %s", err, strings.Join(td.Left, "; "))
+		}
+		if err != nil {
+			err = fmt.Errorf("case %s: %w", c.namespace, err)
 		}
 		if rep != nil {
 			rep.Teardown = td
@@ -345,7 +367,10 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	rep := &Report{Plan: plan, Trace: tr, NoOps: c.noOps}
+	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, ForeignWrites: c.ctlFaults.foreignWrites()}
+	if len(rep.ForeignWrites) > 0 {
+		c.logf("the controller wrote into other cases' namespaces: %s", strings.Join(rep.ForeignWrites, "; "))
+	}
 	for i, v := range verdicts {
 		name := c.spec.Properties[i].Name()
 		if v.Err != nil {

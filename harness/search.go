@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
 )
@@ -40,7 +41,7 @@ import (
 // the failure was found.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
-	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: the default, 1)")
+	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: harness.DefaultParallel)")
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -50,8 +51,8 @@ func envInt(name string, def int) int {
 }
 
 // SearchOptions configure a search (Check, Find). The zero value is 100
-// plans from a random seed, 30 s of shrinking, one case at a time, and
-// scenarios under testdata/kubeprop/<name>.
+// plans from a random seed, 30 s of shrinking, DefaultParallel cases at a
+// time, and scenarios under testdata/kubeprop/<name>.
 type SearchOptions struct {
 	// Checks is how many plans to draw. Zero means 100.
 	Checks int
@@ -62,7 +63,7 @@ type SearchOptions struct {
 	// 30 s.
 	ShrinkTime time.Duration
 	// Parallel is how many cases run at once, in the search and in each
-	// shrink pass: 1 to 64. Zero means 1.
+	// shrink pass: 1 to 64. Zero means DefaultParallel().
 	Parallel int
 	// Dir is where the scenario and the HTML timeline of a failure go.
 	// Empty means testdata/kubeprop/<name>, relative to the working folder.
@@ -75,6 +76,21 @@ type SearchOptions struct {
 // MaxParallel bounds SearchOptions.Parallel.
 const MaxParallel = 64
 
+// DefaultParallel is what a zero SearchOptions.Parallel means: the cases
+// at once that keep a 2-core machine busy without false alarms, fewer in
+// a binary built with -race (see the README's bench table).
+func DefaultParallel() int {
+	if raceDetector {
+		return defaultParallelRace
+	}
+	return defaultParallel
+}
+
+const (
+	defaultParallel     = 16
+	defaultParallelRace = 2
+)
+
 func (o SearchOptions) withDefaults(name string) SearchOptions {
 	if o.Checks == 0 {
 		o.Checks = 100
@@ -86,7 +102,7 @@ func (o SearchOptions) withDefaults(name string) SearchOptions {
 		o.ShrinkTime = 30 * time.Second
 	}
 	if o.Parallel == 0 {
-		o.Parallel = 1
+		o.Parallel = DefaultParallel()
 	}
 	if o.Dir == "" {
 		o.Dir = filepath.Join(ScenarioDir, name)
@@ -103,7 +119,7 @@ func (o SearchOptions) validate() error {
 		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for 30s", o.ShrinkTime))
 	}
 	if o.Parallel < 0 || o.Parallel > MaxParallel {
-		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for 1", o.Parallel, MaxParallel))
+		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for the default (%d)", o.Parallel, MaxParallel, DefaultParallel()))
 	}
 	if err := writable(o.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("SearchOptions.Dir: %w", err))
@@ -247,11 +263,11 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 // defaults). Its Example(seed) is one plan.
 func (s Spec) Plans() *rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
-	fixtures := 0
+	var objects []client.Object
 	if s.Fixtures != nil {
-		fixtures = len(s.Fixtures("default"))
+		objects = s.Fixtures("default")
 	}
-	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: fixtures}, s.MaxSteps)
+	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects}, s.MaxSteps)
 }
 
 // searchPlans draws n plans from seed, as rapid.Check's checks do.
@@ -282,10 +298,21 @@ type searcher struct {
 func (s *searcher) run(plan []faults.Step) (*Report, error) {
 	rep, err := Run(context.Background(), s.env, s.spec, plan)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the harness failed: %w", err)
 	}
 	if s.opts.OnCase != nil {
 		s.opts.OnCase(rep)
+	}
+	if rep.Teardown.stuck != "" {
+		// Its goroutines may go on; the search stops here, and the cases
+		// beside it finish.
+		return nil, fmt.Errorf("the harness failed: case %s (plan %s): %s", rep.Namespace, faults.FormatPlan(plan), rep.Teardown.stuck)
+	}
+	if s.opts.Parallel > 1 && len(rep.ForeignWrites) > 0 {
+		return nil, fmt.Errorf("cases of this spec cannot run side by side: its controller wrote into other cases' namespaces (%s) in case %s; "+
+			"search with Parallel 1 (-kubeprop.parallel=1), or have the controller act only in its case's namespace "+
+			"(harness.CaseNamespace(ctx) in a Func, the kubeconfig's namespace in a Process)",
+			strings.Join(rep.ForeignWrites, "; "), faults.FormatPlan(plan))
 	}
 	s.mu.Lock()
 	s.outcomes[faults.FormatPlan(plan)] = rep.Failures
@@ -341,7 +368,7 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		switch {
 		case r.err != nil:
 			if firstErr == nil {
-				firstErr = fmt.Errorf("the harness failed: %w", r.err)
+				firstErr = r.err
 			}
 		case r.rep != nil && (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best):
 			best, bestRep = r.i, r.rep

@@ -37,6 +37,8 @@ type Teardown struct {
 	// Took is the teardown's wall time; Phases say when each part ended.
 	Took   time.Duration
 	Phases []string
+	// stuck is why the controller did not stop; empty when it did.
+	stuck string
 }
 
 // teardown ends a case, in this order: stop the controller, stop
@@ -54,7 +56,8 @@ func (c *caseRun) teardown() Teardown {
 	c.crashes.Wait()
 	c.ctlMu.Lock()
 	if err := c.stopController(); err != nil {
-		td.Left = append(td.Left, "controller: "+err.Error())
+		td.stuck = err.Error()
+		td.Left = append(td.Left, "controller: "+td.stuck)
 	}
 	c.stopController = func() error { return nil }
 	c.ctlMu.Unlock()

@@ -98,7 +98,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n", stderr)
 	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
 	seed := fs.Uint64("seed", 0, "the search's seed, to repeat it (0: random)")
-	parallel := fs.Int("parallel", 0, fmt.Sprintf("cases run at once, 1 to %d (0: the default, 1)", harness.MaxParallel))
+	parallel := fs.Int("parallel", 0, fmt.Sprintf("cases run at once, 1 to %d (0: the default, %d)", harness.MaxParallel, harness.DefaultParallel()))
 	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")

@@ -14,11 +14,15 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -106,50 +110,128 @@ func run(only string, seeds int, memProfile string) (code int) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 2
 	}
-	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
-	code = 0
+	if search.Seed == 0 {
+		// One seed for every target, named in the summary: the same
+		// command with -seed repeats the run.
+		search.Seed = rand.Uint64N(1_000_000) + 1
+	}
+	d := &demo{start: time.Now(), seed: search.Seed}
+	// ^C prints what is done so far; the cluster stops with the process
+	// (its watchdog stops the processes of a search cut short).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "demo: %v: the targets done so far\n", sig)
+		d.print(true)
+		_ = env.Stop()
+		os.Exit(130)
+	}()
 	for _, target := range suite.Targets() {
-		if !selected(target.Name, only) {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
-		start := time.Now()
-		opts := target.SearchOptions(search)
-		// Where the suite's tests replay them.
-		opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
-		f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
-		expected := "pass"
-		if !target.Correct() {
-			expected = fmt.Sprintf("fail %s (minimum %d steps)", target.Property, target.MinSteps)
-		}
-		switch {
-		case err != nil:
-			fmt.Fprintf(table, "%s\t%s\tERROR %v\t\t\t\t\n", target.Name, expected, err)
-			code = 1
-		case f == nil:
-			result := "pass"
-			if !target.Correct() {
-				result, code = "MISSED: passed", 1
-			}
-			fmt.Fprintf(table, "%s\t%s\t%s\t\t%v\t\t\n", target.Name, expected, result, time.Since(start).Round(time.Second))
-		default:
-			page := filepath.Join(reports, target.Name+".html")
-			if err := os.Rename(f.Page, page); err != nil {
-				page = f.Page
-			}
-			result := "fail " + f.Property
-			if f.Property != target.Property || len(f.Plan) > target.ExpectSteps {
-				result, code = "UNEXPECTED: "+result, 1
-			}
-			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n",
-				target.Name, expected, result, faults.FormatPlan(f.Plan),
-				f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/"))
-			fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
+		if selected(target.Name, only) {
+			d.target(env, target, reports)
 		}
 	}
+	return d.print(false)
+}
+
+// demo is the table of a demo run, a row per target as each ends.
+type demo struct {
+	start time.Time
+	seed  uint64
+
+	mu   sync.Mutex
+	rows []row
+}
+
+type row struct {
+	cells string // tab-separated
+	// outcome is "pass", "caught" (a bug caught as expected) or
+	// "surprise" (anything else).
+	outcome string
+}
+
+// target searches one target, printing each case as it ends.
+func (d *demo) target(env *harness.Env, target suite.Target, reports string) {
+	fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
+	start := time.Now()
+	opts := target.SearchOptions(search)
+	// Where the suite's tests replay them.
+	opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
+	var mu sync.Mutex
+	cases := 0
+	opts.OnCase = func(rep *harness.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		cases++
+		fmt.Fprintf(os.Stderr, "demo: %s case %d (%v): %s %s\n", target.Name, cases,
+			rep.Times.Total().Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict(rep))
+	}
+	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
+	expected := "pass"
+	if !target.Correct() {
+		expected = fmt.Sprintf("fail %s (minimum %d steps)", target.Property, target.MinSteps)
+	}
+	var r row
+	switch {
+	case err != nil:
+		r = row{fmt.Sprintf("%s\t%s\tERROR %v\t\t\t\t", target.Name, expected, err), "surprise"}
+	case f == nil:
+		r = row{fmt.Sprintf("%s\t%s\tpass\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "pass"}
+		if !target.Correct() {
+			r = row{fmt.Sprintf("%s\t%s\tMISSED: passed\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "surprise"}
+		}
+	default:
+		page := filepath.Join(reports, target.Name+".html")
+		if err := os.Rename(f.Page, page); err != nil {
+			page = f.Page
+		}
+		result, outcome := "fail "+f.Property, "caught"
+		if f.Property != target.Property || len(f.Plan) > target.ExpectSteps {
+			result, outcome = "UNEXPECTED: "+result, "surprise"
+		}
+		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
+			target.Name, expected, result, faults.FormatPlan(f.Plan),
+			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/")), outcome}
+		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
+	}
+	d.mu.Lock()
+	d.rows = append(d.rows, r)
+	d.mu.Unlock()
+}
+
+// print writes the table and the summary line, and returns the exit
+// code: 1 when anything surprised.
+func (d *demo) print(interrupted bool) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
+	count := map[string]int{}
+	for _, r := range d.rows {
+		fmt.Fprintln(table, r.cells)
+		count[r.outcome]++
+	}
 	_ = table.Flush()
-	return code
+	cut := ""
+	if interrupted {
+		cut = " (interrupted)"
+	}
+	fmt.Printf("%d targets%s, %d pass, %d caught as expected, %d surprises, %v, seed %d\n", len(d.rows), cut,
+		count["pass"], count["caught"], count["surprise"], time.Since(d.start).Round(time.Second), d.seed)
+	if count["surprise"] > 0 {
+		return 1
+	}
+	return 0
+}
+
+// verdict is a case's outcome in a word or two.
+func verdict(rep *harness.Report) string {
+	if rep.Failed() {
+		return "FAIL " + rep.Failures[0].Property
+	}
+	return "pass"
 }
 
 // selected reports whether a target's name contains one of the

@@ -4,11 +4,12 @@
 // goroutines, the case namespaces, pods and nodes left in the cluster, and
 // the API server's memory. Each case is a plan drawn from every fault of
 // the target's Spec (not the focused ones), deterministically from the
-// seed (case i draws with seed+i), run through harness.Run; nothing is
-// shrunk.
+// seed (case i draws with seed+i), run through harness.Run, -parallel at
+// once (harness.DefaultParallel); nothing is shrunk.
 //
 // It prints one line after the first case (the baseline), one every
-// -every cases and one after the last:
+// -every cases and one after the last, each once the cases under way
+// have ended:
 //
 //	soak: case 100/1000 failures=0 errors=0 rss=… heap=… goroutines=… namespaces=0 pods=0 nodes=0 apiserver_rss=… elapsed=…
 //
@@ -17,8 +18,8 @@
 // against after the first case. A property failure is printed on one line
 // (target, case, plan, message) and its scenario saved under -scenarios
 // with the command that replays it; a harness error is printed and counted
-// apart. The soak goes on after either. SIGINT or SIGTERM ends the case
-// under way (its teardown runs), prints the summary of the cases done and
+// apart. The soak goes on after either. SIGINT or SIGTERM ends the cases
+// under way (their teardowns run), prints the summary of the cases done and
 // stops the cluster; a second signal exits at once (the cluster's watchdog
 // stops its processes).
 //
@@ -26,7 +27,7 @@
 // SOAK_FLAGS). Flags: -cases N (env SOAK_CASES, default 1000), -targets
 // a,b (env SOAK_TARGETS, default podset; several targets take turns case
 // by case), -seed S (SOAK_SEED, default 1), -every N (SOAK_EVERY, default
-// 100), -scenarios DIR (default reports/soak). The exit code is 0 when no
+// 100), -parallel N (SOAK_PARALLEL), -scenarios DIR (default reports/soak). The exit code is 0 when no
 // case failed and the harness never erred, 1 otherwise, 2 for bad flags or
 // a cluster that did not start.
 package main
@@ -44,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,12 +70,13 @@ func main() {
 	targets := flag.String("targets", envString("SOAK_TARGETS", "podset"), "comma-separated names of controllers/suite targets; several take turns case by case (env SOAK_TARGETS)")
 	seed := flag.Int("seed", envInt("SOAK_SEED", 1), "case i (from 0) draws its plan with seed+i (env SOAK_SEED)")
 	every := flag.Int("every", envInt("SOAK_EVERY", 100), "print a line every this many cases (env SOAK_EVERY)")
+	parallel := flag.Int("parallel", envInt("SOAK_PARALLEL", harness.DefaultParallel()), "cases at once (env SOAK_PARALLEL)")
 	scenarios := flag.String("scenarios", "reports/soak", "save the scenarios of failures under this folder, by target")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard()) // the client-go controllers report their errors through klog
-	if *cases < 1 || *every < 1 {
-		fmt.Fprintln(os.Stderr, "soak: -cases and -every must be at least 1")
+	if *cases < 1 || *every < 1 || *parallel < 1 || *parallel > harness.MaxParallel {
+		fmt.Fprintf(os.Stderr, "soak: -cases and -every must be at least 1, -parallel 1 to %d\n", harness.MaxParallel)
 		os.Exit(2)
 	}
 	chosen, err := pickTargets(*targets)
@@ -81,7 +84,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(2)
 	}
-	os.Exit(run(chosen, *cases, *seed, *every, *scenarios))
+	os.Exit(run(chosen, *cases, *seed, *every, *parallel, *scenarios))
 }
 
 // envInt and envString are a flag's default from its environment twin.
@@ -146,7 +149,8 @@ type soak struct {
 	clientset  *kubernetes.Clientset
 	cases      int // the run's cases in all
 	start      time.Time
-	done       int // cases run to the end
+	mu         sync.Mutex // guards the counts below while cases run
+	done       int        // cases run to the end
 	failures   int
 	errors     int
 	left       int // cases whose teardown left something behind
@@ -167,7 +171,7 @@ type sample struct {
 	namespaces, pods, nodes int
 }
 
-func run(targets []soakTarget, cases, seed, every int, scenarios string) (code int) {
+func run(targets []soakTarget, cases, seed, every, parallel int, scenarios string) (code int) {
 	env, err := harness.Start(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{suite.CRDs}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err, "(run it from the repository's root: make soak)")
@@ -197,7 +201,7 @@ func run(targets []soakTarget, cases, seed, every int, scenarios string) (code i
 	defer signal.Stop(sigs)
 	go func() {
 		sig := <-sigs
-		fmt.Printf("soak: %v: ending the case under way, then the summary (again to exit at once)\n", sig)
+		fmt.Printf("soak: %v: ending the cases under way, then the summary (again to exit at once)\n", sig)
 		cancel()
 		<-sigs
 		fmt.Println("soak: exiting at once; the cluster's watchdog stops its processes")
@@ -212,40 +216,32 @@ func run(targets []soakTarget, cases, seed, every int, scenarios string) (code i
 	if pid := s.apiServerPID(); pid > 0 {
 		apiserver = "pid " + strconv.Itoa(pid)
 	}
-	fmt.Printf("soak: %d cases of %s, seeds %d..%d, a line every %d cases; cluster %s, kube-apiserver %s\n",
-		cases, strings.Join(names, ", "), seed, seed+cases-1, every, env.Cluster.Dir(), apiserver)
+	fmt.Printf("soak: %d cases of %s, %d at once, seeds %d..%d, a line every %d cases; cluster %s, kube-apiserver %s\n",
+		cases, strings.Join(names, ", "), parallel, seed, seed+cases-1, every, env.Cluster.Dir(), apiserver)
 
+	// Parallel cases at a time; before each line the cases under way
+	// finish, so that what the line counts in the cluster is what ended
+	// cases left.
+	slots := make(chan struct{}, parallel)
+	var running sync.WaitGroup
 	for i := 0; i < cases && ctx.Err() == nil; i++ {
-		t := targets[i%len(targets)]
-		plan := t.plan.Example(seed + i)
-		rep, err := harness.Run(ctx, env, t.spec, plan)
-		if ctx.Err() != nil {
-			break // interrupted: the case did not run to its end
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
 		}
-		s.done++
-		n := i + 1
-		switch {
-		case err != nil:
-			s.errors++
-			fmt.Printf("soak: ERROR %s case %d (seed %d): %s: %v\n", t.name, n, seed+i, faults.FormatPlan(plan), err)
-		case rep.Failed():
-			s.failures++
-			f := rep.Failures[0]
-			fmt.Printf("soak: FAIL %s case %d (seed %d): %s: %s\n", t.name, n, seed+i, faults.FormatPlan(rep.Plan), f.Message) // the message starts with the property
-			if path, err := s.saveScenario(t.name, n, rep); err != nil {
-				fmt.Printf("soak:   %v\n", err)
-			} else {
-				fmt.Printf("soak:   scenario %s\nsoak:   replay:   go test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n", path, t.name, path)
+		running.Go(func() {
+			defer func() { <-slots }()
+			s.runCase(ctx, targets[i%len(targets)], i, seed)
+		})
+		if n := i + 1; n == 1 || n%every == 0 || n == cases {
+			running.Wait()
+			if ctx.Err() == nil {
+				s.measure(ctx, s.done, every)
 			}
 		}
-		if rep != nil && len(rep.Teardown.Left) > 0 {
-			s.left++
-			fmt.Printf("soak: LEFT %s case %d: the teardown left %s\n", t.name, n, strings.Join(rep.Teardown.Left, "; "))
-		}
-		if n == 1 || n%every == 0 || n == cases {
-			s.measure(ctx, n, every)
-		}
 	}
+	running.Wait()
 	interrupted := ctx.Err() != nil
 	// A last line after the last case, and after an interrupt: what the
 	// teardown of the case under way left.
@@ -257,6 +253,37 @@ func run(targets []soakTarget, cases, seed, every int, scenarios string) (code i
 		return 1
 	}
 	return 0
+}
+
+// runCase runs case i (from 0) and prints what went wrong in it.
+func (s *soak) runCase(ctx context.Context, t soakTarget, i, seed int) {
+	plan := t.plan.Example(seed + i)
+	rep, err := harness.Run(ctx, s.env, t.spec, plan)
+	if ctx.Err() != nil {
+		return // interrupted: the case did not run to its end
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done++
+	n := i + 1
+	switch {
+	case err != nil:
+		s.errors++
+		fmt.Printf("soak: ERROR %s case %d (seed %d): %s: %v\n", t.name, n, seed+i, faults.FormatPlan(plan), err)
+	case rep.Failed():
+		s.failures++
+		f := rep.Failures[0]
+		fmt.Printf("soak: FAIL %s case %d (seed %d): %s: %s\n", t.name, n, seed+i, faults.FormatPlan(rep.Plan), f.Message) // the message starts with the property
+		if path, err := s.saveScenario(t.name, n, rep); err != nil {
+			fmt.Printf("soak:   %v\n", err)
+		} else {
+			fmt.Printf("soak:   scenario %s\nsoak:   replay:   go test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s\n", path, t.name, path)
+		}
+	}
+	if rep != nil && len(rep.Teardown.Left) > 0 {
+		s.left++
+		fmt.Printf("soak: LEFT %s case %d: the teardown left %s\n", t.name, n, strings.Join(rep.Teardown.Left, "; "))
+	}
 }
 
 // measure takes a sample after case n, prints its line and keeps it.
