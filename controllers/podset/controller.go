@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Manager is the controller's field manager.
@@ -88,12 +91,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
 	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = RateLimiter()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podset").
 		For(&PodSet{}).
 		Owns(&corev1.Pod{}).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// MaxRetryDelay caps how long the controller waits before it retries a
+// PodSet whose reconcile failed.
+const MaxRetryDelay = 10 * time.Second
+
+// RateLimiter is controller-runtime's default rate limiter with its
+// per-object back-off capped at MaxRetryDelay instead of 1000 s. The
+// default counts every failure, those of reconciles that events
+// triggered too: a few seconds of refused writes while pods change make
+// it wait minutes before it tries that PodSet again, long after the API
+// server is back.
+func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // Reconcile makes a PodSet's pods match its spec and reports them.
