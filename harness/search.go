@@ -212,6 +212,10 @@ type Finding struct {
 	DrawnSteps int
 	// Seed is the search's: the same seed finds the same first failure.
 	Seed uint64
+	// FailingPlan is the number of the first failing plan the search drew
+	// (from 1): how many plans it took to find the failure, whatever
+	// Parallel was.
+	FailingPlan int
 	// FoundAfter and ShrunkAfter are the times from the start of the
 	// search to the first failure and to the last smaller one.
 	FoundAfter, ShrunkAfter time.Duration
@@ -235,7 +239,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	}
 	s := &searcher{env: env, spec: spec, opts: opts, outcomes: map[string][]Failure{}}
 	start := time.Now()
-	_, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{})
+	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{})
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -246,7 +250,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	}
 	f := last.Failures[0]
 	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
-		Seed: opts.Seed, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
+		Seed: opts.Seed, FailingPlan: index + 1, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
 	finding.Scenario = filepath.Join(opts.Dir, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
 	if err := last.SaveScenario(finding.Scenario, name); err != nil {
 		return finding, err

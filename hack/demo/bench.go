@@ -21,9 +21,10 @@ import (
 // Parallel 1 and at the search's Parallel (the default unless -parallel
 // says), their ratio, the machine's CPU in use meanwhile, and the false
 // alarms. For each seeded bug (at the search's Parallel), how often it was
-// caught by its property, the time to the first failure and to the shrunk
-// plan (median [min, max]) and the shrunk plan's length against the known
-// minimum. Scenarios go to a scratch folder: the suite's saved ones stay
+// caught by its property, the time to the first failure, the number of
+// the first failing plan drawn (the same whatever Parallel is) and the
+// time to the shrunk plan (median [min, max]), and the shrunk plan's
+// length against the known minimum. Scenarios go to a scratch folder: the suite's saved ones stay
 // as they are.
 func bench(env *harness.Env, only string, seeds int) int {
 	scratch, err := os.MkdirTemp("", "kubeprop-bench-")
@@ -39,7 +40,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 	speed := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(speed, "controller\tplans\tplans/min at Parallel 1\tplans/min at Parallel %d\tratio\tCPU in use (1 / %d)\tfalse alarms (1 / %d)\n", parallel, parallel, parallel)
 	detection := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(detection, "controller\tseeds\tcaught as expected\tfirst failure\tshrunk plan\tshrunk steps (minimum)\n")
+	fmt.Fprintf(detection, "controller\tseeds\tcaught as expected\tfirst failure\tits plan number\tshrunk plan\tshrunk steps (minimum)\n")
 	code := 0
 	for _, target := range suite.Targets() {
 		if !selected(target.Name, only) {
@@ -56,8 +57,8 @@ func bench(env *harness.Env, only string, seeds int) int {
 		} else {
 			r := benchTarget(env, target, seeds, parallel, scratch)
 			code = max(code, r.code)
-			row = fmt.Sprintf("%s\t%d\t%d/%d (%s)\t%s\t%s\t%s (%d)\n", target.Name, seeds, r.caught, seeds, target.Property,
-				spread(r.found), spread(r.shrunk), lengthSpread(r.lengths), target.MinSteps)
+			row = fmt.Sprintf("%s\t%d\t%d/%d (%s)\t%s\t%s\t%s\t%s (%d)\n", target.Name, seeds, r.caught, seeds, target.Property,
+				spread(r.found), intSpread(r.failingPlans), spread(r.shrunk), intSpread(r.lengths), target.MinSteps)
 			fmt.Fprint(detection, row)
 		}
 		// Each row on stderr as it is done: the whole report takes hours,
@@ -74,7 +75,7 @@ func bench(env *harness.Env, only string, seeds int) int {
 type benchResult struct {
 	cases, caught, alarms, code int
 	found, shrunk               []time.Duration
-	lengths                     []int
+	lengths, failingPlans       []int
 	spent                       time.Duration
 	cpu                         float64 // the machine's CPU in use, percent of all cores
 }
@@ -120,6 +121,7 @@ func benchTarget(env *harness.Env, target suite.Target, seeds, parallel int, scr
 				r.caught++
 			}
 			r.found, r.shrunk, r.lengths = append(r.found, f.FoundAfter), append(r.shrunk, f.ShrunkAfter), append(r.lengths, len(f.Plan))
+			r.failingPlans = append(r.failingPlans, f.FailingPlan)
 		}
 	}
 	r.cpu = cpu()
@@ -186,7 +188,8 @@ func spread(ds []time.Duration) string {
 	return fmt.Sprintf("%v [%v, %v]", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]))
 }
 
-func lengthSpread(ns []int) string {
+// intSpread prints median [min, max].
+func intSpread(ns []int) string {
 	if len(ns) == 0 {
 		return "-"
 	}
