@@ -133,18 +133,20 @@ func Catalog() []Fault {
 }
 
 // Plan draws a whole plan up front: between 1 and maxSteps steps. Half of
-// the plans draw each step from any of the faults; the other half from a
-// subset of them drawn for the plan, each fault in it with even odds
-// (swarm testing: Groce et al., ISSTA 2012). A plan of few faults has
-// room for many steps of each (five rounds of one conflict) and lacks the
-// faults that would mask a bug (a restart that clears a stale memory).
+// the plans draw each step from any of the faults; with swarmFaults
+// faults or more, the other half from a subset of them drawn for the
+// plan, each fault in it with even odds (swarm testing: Groce et al.,
+// ISSTA 2012). A plan of few faults has room for many steps of each and
+// lacks the faults that would mask a bug (a restart that clears a stale
+// memory). Of two or three faults, a subset mostly leaves out one that a
+// bug needs: every plan draws from all of them.
 func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
 	gens := make([]*rapid.Generator[Step], len(fs))
 	for i, f := range fs {
 		gens[i] = f.Steps(c)
 	}
 	every := rapid.SliceOfN(rapid.OneOf(gens...), 1, maxSteps)
-	if len(gens) < 2 {
+	if len(gens) < swarmFaults {
 		return every
 	}
 	return rapid.Custom(func(t *rapid.T) []Step {
@@ -163,6 +165,9 @@ func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
 		return rapid.SliceOfN(rapid.OneOf(some...), 1, maxSteps).Draw(t, "plan")
 	})
 }
+
+// swarmFaults is the fewest faults that plans draw swarms of.
+const swarmFaults = 4
 
 // Format prints a step on one line: NodeLoss{Node: 1}.
 func Format(s Step) string {

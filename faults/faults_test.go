@@ -248,6 +248,13 @@ func TestPlanDrawsEdgesAndSwarms(t *testing.T) {
 		require.Greater(t, share(scales[v], scaleSteps), 0.15, "scales to %d", v)
 	}
 	require.Greater(t, share(swarm, every), 1.15, "swarm plans repeat a fault more often")
+
+	// Of fewer faults, every plan draws from all of them: a bug that
+	// needs both of two faults is not left out half the time.
+	few := []*rapid.Generator[Step]{fs[0].Steps(cfg), fs[1].Steps(cfg)}
+	for seed := range 100 {
+		require.Equal(t, rapid.SliceOfN(rapid.OneOf(few...), 1, 5).Example(seed), Plan(fs[:2], cfg, 5).Example(seed))
+	}
 }
 
 func TestIntField(t *testing.T) {

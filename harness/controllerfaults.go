@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -70,6 +71,9 @@ type controllerFaults struct {
 	// undelivered counts watch chunks held back: the controller has
 	// events coming, so it is not idle.
 	undelivered atomic.Int64
+	// heldDelivered is when a chunk held back was last delivered (unix
+	// nanoseconds): the controller has news it may not have acted on yet.
+	heldDelivered atomic.Int64
 }
 
 func newControllerFaults(rec *recorder, namespace string, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
@@ -245,6 +249,16 @@ func withSubresource(resource, sub string) string {
 		return resource
 	}
 	return resource + "/" + sub
+}
+
+// sinceHeldDelivery is the time since a watch chunk held back was last
+// delivered; long ago when none was.
+func (f *controllerFaults) sinceHeldDelivery() time.Duration {
+	at := f.heldDelivered.Load()
+	if at == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Since(time.Unix(0, at))
 }
 
 func (f *controllerFaults) watchDelayNow() time.Duration {
@@ -475,7 +489,9 @@ func (b *delayedBody) deliver() {
 		if !ok {
 			return
 		}
+		held := false
 		for time.Since(c.at) < b.f.watchDelayNow() {
+			held = true
 			select {
 			case <-b.cutCh:
 				if c.err == nil {
@@ -490,6 +506,9 @@ func (b *delayedBody) deliver() {
 			return
 		}
 		_, err := b.in.Write(c.data)
+		if held {
+			b.f.heldDelivered.Store(time.Now().UnixNano())
+		}
 		b.f.undelivered.Add(-1)
 		if err != nil {
 			return

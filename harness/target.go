@@ -260,8 +260,11 @@ func (c *caseRun) Settle(ctx context.Context) error {
 func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, false, func(context.Context) (bool, error) {
 		// A controller with watch events held back (StaleWatch) has work
-		// coming: it is not settled until they are delivered.
-		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle() && c.ctlFaults.undelivered.Load() == 0, nil
+		// coming: it is not settled until they are delivered, and it has
+		// had the quiet period to act on them (an event just delivered
+		// is still on its way through the informer to the queue).
+		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle() &&
+			c.ctlFaults.undelivered.Load() == 0 && c.ctlFaults.sinceHeldDelivery() >= c.spec.SettleQuiet, nil
 	})
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
