@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +39,7 @@ const widgetProcessArg = "widget-process"
 func runWidgetProcess(args []string) int {
 	fs := flag.NewFlagSet(widgetProcessArg, flag.ContinueOnError)
 	exitAt := fs.Int64("exit-at", 0, "exit with status 1 when a Widget asks for this many replicas")
+	ignoreTerm := fs.Bool("ignore-sigterm", false, "ignore SIGTERM, as a controller with a stuck shutdown does")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,7 +61,12 @@ func runWidgetProcess(args []string) int {
 		fmt.Fprintln(os.Stderr, "widget-process:", err)
 		return 2
 	}
-	ctx := ctrl.SetupSignalHandler()
+	ctx := context.Background()
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		ctx = ctrl.SetupSignalHandler()
+	}
 	if err := mgr.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "widget-process:", err)
 		return 1
@@ -227,5 +235,15 @@ func TestProcessMisbehaviour(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.Failed())
 	require.Equal(t, "no-panics: the controller panicked: the controller process exited while the case went on: exit status 1", rep.Failures[0].Message)
+	requireNoControllerProcess(t)
+
+	// One that ignores SIGTERM: killed after the bound, and reported.
+	spec.Controller = widgetProcess("-ignore-sigterm")
+	start := time.Now()
+	rep, err = harness.Run(ctx, env, spec, plan)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 2*time.Minute, "the case ends within its bounds")
+	require.Len(t, rep.Teardown.Left, 1, "teardown left: %v", rep.Teardown.Left)
+	require.Contains(t, rep.Teardown.Left[0], "controller: the controller process did not stop within 30s of SIGTERM and was killed")
 	requireNoControllerProcess(t)
 }
