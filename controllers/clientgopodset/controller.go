@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,12 +73,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	podSetInformer := podSetInformers.ForResource(podSetResource)
 	c := &controller{
 		opts: opts, kube: kube, podSets: dyn.Resource(podSetResource), lister: podSetInformer.Lister(),
-		// The default rate limiter with its per-key back-off capped, as
-		// the controller-runtime PodSet controller's (podset.RateLimiter).
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedMaxOfRateLimiter(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, podset.MaxRetryDelay),
-			&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-		), workqueue.TypedRateLimitingQueueConfig[string]{Name: "clientgo-podset"}),
+		// The default rate limiter with its per-key back-off capped.
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(podset.RateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clientgo-podset"}),
 	}
 	defer c.queue.ShutDown()
 	if _, err := podSetInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Scheme = mgr.GetScheme()
 	}
 	if opts.RateLimiter == nil {
-		opts.RateLimiter = RateLimiter()
+		opts.RateLimiter = RateLimiter[reconcile.Request]()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podset").
@@ -112,10 +112,12 @@ const MaxRetryDelay = 10 * time.Second
 // triggered too: a few seconds of refused writes while pods change make
 // it wait minutes before it tries that PodSet again, long after the API
 // server is back.
-func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+// T is the queue's item: reconcile.Request, or a client-go controller's
+// key.
+func RateLimiter[T comparable]() workqueue.TypedRateLimiter[T] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, MaxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
 }
 

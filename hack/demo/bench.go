@@ -7,12 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
-	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
 )
 
@@ -94,18 +92,13 @@ func benchTarget(env *harness.Env, target suite.Target, seeds, parallel int, scr
 		opts := target.SearchOptions(search)
 		opts.Seed, opts.Parallel = uint64(seed), parallel
 		opts.Dir = filepath.Join(scratch, target.Name, strconv.Itoa(parallel), strconv.Itoa(seed))
-		var mu sync.Mutex
 		// One line per case: a seed that runs long shows where its time
 		// goes.
-		opts.OnCase = func(rep *harness.Report) {
-			mu.Lock()
-			defer mu.Unlock()
+		opts.OnCase = caseLines(fmt.Sprintf("bench: %s, seed %d,", target.Name, seed), func(rep *harness.Report) {
 			r.cases++
 			times.Setup, times.Judge, times.Teardown = times.Setup+rep.Times.Setup, times.Judge+rep.Times.Judge, times.Teardown+rep.Times.Teardown
 			stepsTime += rep.Times.Total() - rep.Times.Setup - rep.Times.Judge - rep.Times.Teardown
-			fmt.Fprintf(os.Stderr, "bench: %s, seed %d, case %d (%s): %s %s\n", target.Name, seed, r.cases,
-				rep.Times.Total().Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict(rep))
-		}
+		})
 		f, err := harness.Find(env, specOf(target), "bench/"+target.Name, opts)
 		r.spent += time.Since(start)
 		switch {

@@ -159,15 +159,7 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string) {
 	opts := target.SearchOptions(search)
 	// Where the suite's tests replay them.
 	opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
-	var mu sync.Mutex
-	cases := 0
-	opts.OnCase = func(rep *harness.Report) {
-		mu.Lock()
-		defer mu.Unlock()
-		cases++
-		fmt.Fprintf(os.Stderr, "demo: %s case %d (%v): %s %s\n", target.Name, cases,
-			rep.Times.Total().Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict(rep))
-	}
+	opts.OnCase = caseLines("demo: "+target.Name, nil)
 	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
 	expected := "pass"
 	if !target.Correct() {
@@ -224,6 +216,24 @@ func (d *demo) print(interrupted bool) int {
 		return 1
 	}
 	return 0
+}
+
+// caseLines is an OnCase that prints each case as it ends on stderr,
+// numbered, after prefix; also, when set, is called with each report
+// first (cases end on several goroutines at once: one at a time here).
+func caseLines(prefix string, also func(*harness.Report)) func(*harness.Report) {
+	var mu sync.Mutex
+	cases := 0
+	return func(rep *harness.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		if also != nil {
+			also(rep)
+		}
+		cases++
+		fmt.Fprintf(os.Stderr, "%s case %d (%v): %s %s\n", prefix, cases,
+			rep.Times.Total().Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict(rep))
+	}
 }
 
 // verdict is a case's outcome in a word or two.
