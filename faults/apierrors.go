@@ -54,9 +54,9 @@ func (apiErrors) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		s := APIErrorsStep{Error: rapid.SampledFrom([]APIError{Conflict, TooManyRequests, InternalError, Timeout}).Draw(t, "error")}
 		if rapid.Bool().Draw(t, "window") {
-			s.ForMs = 500 * intIn(t, 1, 8, "halfSeconds")
+			s.ForMs = 500 * amountIn(t, 1, 8, "halfSeconds")
 		} else {
-			s.Requests = intIn(t, 1, 10, "requests")
+			s.Requests = amountIn(t, 1, 10, "requests")
 		}
 		return s
 	})

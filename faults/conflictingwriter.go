@@ -148,9 +148,9 @@ func (f conflictingWriter) Steps(c Config) *rapid.Generator[Step] {
 		if len(f.opts.Values) > 0 {
 			s.Text = rapid.SampledFrom(f.opts.Values).Draw(t, "text")
 		} else {
-			s.Value = rapid.Int64Range(0, f.opts.Max).Draw(t, "value")
+			s.Value = amount(t, 0, f.opts.Max, nil, "value")
 		}
-		s.Rounds = intIn(t, 1, f.opts.MaxRounds, "rounds")
+		s.Rounds = amountIn(t, 1, f.opts.MaxRounds, "rounds")
 		return s
 	})
 }

@@ -59,7 +59,7 @@ func (crashAfterWrite) Name() string { return CrashAfterWriteStep{}.Fault() }
 
 func (crashAfterWrite) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
-		return CrashAfterWriteStep{Writes: intIn(t, 1, 4, "writes")}
+		return CrashAfterWriteStep{Writes: amountIn(t, 1, 4, "writes")}
 	})
 }
 

@@ -37,7 +37,7 @@ func (crashLoop) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		return CrashLoopStep{
 			Pod:      intIn(t, 0, 9, "pod"),
-			Starts:   intIn(t, 1, 5, "starts"),
+			Starts:   amountIn(t, 1, 5, "starts"),
 			ExitCode: rapid.SampledFrom([]int32{1, 2, 137}).Draw(t, "exitCode"),
 		}
 	})

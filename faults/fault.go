@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ func Simpler(s Step) []Step {
 type Config struct {
 	Nodes    int // simulated nodes
 	Fixtures int // the user's objects
+	// Objects are the fixtures as the case creates them, when known:
+	// values are drawn next to theirs (a scale to one more replica than
+	// the fixture's).
+	Objects []client.Object
 }
 
 // Target is what steps act on: one case of the harness.
@@ -127,15 +132,42 @@ func Catalog() []Fault {
 	return append(Default(), ConflictingWriter(ConflictOptions{}))
 }
 
-// Plan draws a whole plan up front: between 1 and maxSteps steps, each from
-// one of the faults.
+// Plan draws a whole plan up front: between 1 and maxSteps steps. Half of
+// the plans draw each step from any of the faults; with swarmFaults
+// faults or more, the other half from a subset of them drawn for the
+// plan, each fault in it with even odds (swarm testing: Groce et al.,
+// ISSTA 2012). A plan of few faults has room for many steps of each and
+// lacks the faults that would mask a bug (a restart that clears a stale
+// memory). Of two or three faults, a subset mostly leaves out one that a
+// bug needs: every plan draws from all of them.
 func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
 	gens := make([]*rapid.Generator[Step], len(fs))
 	for i, f := range fs {
 		gens[i] = f.Steps(c)
 	}
-	return rapid.SliceOfN(rapid.OneOf(gens...), 1, maxSteps)
+	every := rapid.SliceOfN(rapid.OneOf(gens...), 1, maxSteps)
+	if len(gens) < swarmFaults {
+		return every
+	}
+	return rapid.Custom(func(t *rapid.T) []Step {
+		if !rapid.Bool().Draw(t, "swarm") {
+			return every.Draw(t, "plan")
+		}
+		var some []*rapid.Generator[Step]
+		for i, g := range gens {
+			if rapid.Bool().Draw(t, fs[i].Name()) {
+				some = append(some, g)
+			}
+		}
+		if len(some) == 0 {
+			some = gens
+		}
+		return rapid.SliceOfN(rapid.OneOf(some...), 1, maxSteps).Draw(t, "plan")
+	})
 }
+
+// swarmFaults is the fewest faults that plans draw swarms of.
+const swarmFaults = 4
 
 // Format prints a step on one line: NodeLoss{Node: 1}.
 func Format(s Step) string {
@@ -217,9 +249,37 @@ func checkSelector(fault, selector string) error {
 // nth returns i modulo n, for indices drawn before the count was known.
 func nth(i, n int) int { return ((i % n) + n) % n }
 
-// intIn draws an int from [lo, hi] (hi at least lo).
+// intIn draws an int from [lo, hi] (hi at least lo): an index.
 func intIn(t *rapid.T, lo, hi int, label string) int {
 	return rapid.IntRange(lo, max(lo, hi)).Draw(t, label)
+}
+
+// amount draws an amount from [lo, hi] (hi at least lo), one time in two
+// one of its edges: lo, hi, or one next to a value of near. Bugs live at
+// the ends of ranges and next to the current state (a scale to 0, the
+// most rounds of a fight, one replica more than now); uniform draws, and
+// rapid's, which favour small values, reach the top rarely.
+func amount(t *rapid.T, lo, hi int64, near []int64, label string) int64 {
+	if hi <= lo {
+		return lo
+	}
+	edges := []int64{lo, hi}
+	for _, n := range near {
+		for _, v := range []int64{n - 1, n + 1} {
+			if v > lo && v < hi && !slices.Contains(edges, v) {
+				edges = append(edges, v)
+			}
+		}
+	}
+	if rapid.Bool().Draw(t, label+" at an edge") {
+		return rapid.SampledFrom(edges).Draw(t, label)
+	}
+	return rapid.Int64Range(lo, hi).Draw(t, label)
+}
+
+// amountIn is amount for ints, with no value to be near.
+func amountIn(t *rapid.T, lo, hi int, label string) int {
+	return int(amount(t, int64(lo), int64(max(lo, hi)), nil, label))
 }
 
 // IsUserChange reports whether a step is the user changing the desired

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -185,4 +186,87 @@ func TestSimpler(t *testing.T) {
 	require.Equal(t, []Step{one}, Simpler(cw))
 	require.Empty(t, Simpler(one))
 	require.Empty(t, Simpler(ScaleChangeStep{Value: 5}))
+}
+
+// TestPlanDrawsEdgesAndSwarms: amounts are drawn at their edges and next
+// to the fixture's own value far more often than uniform draws would (five
+// rounds of a conflict, a scale to 0, to the maximum, to one more than the
+// fixture's), and swarm plans repeat a fault more often than plans that
+// draw every step from every fault.
+func TestPlanDrawsEdgesAndSwarms(t *testing.T) {
+	web := &unstructured.Unstructured{}
+	web.SetUnstructuredContent(map[string]any{"apiVersion": "v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(3)}})
+	cfg := Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}}
+	fs := Catalog()
+	gens := make([]*rapid.Generator[Step], len(fs))
+	for i, f := range fs {
+		gens[i] = f.Steps(cfg)
+	}
+	const plans = 4000
+	// repeats counts the plans in which a fault has two steps or more.
+	repeats := func(gen *rapid.Generator[[]Step], each func(Step)) int {
+		n := 0
+		for seed := range plans {
+			kinds := map[string]int{}
+			for _, s := range gen.Example(seed) {
+				kinds[s.Fault()]++
+				each(s)
+			}
+			for _, k := range kinds {
+				if k >= 2 {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	rounds, scales := map[int]int{}, map[int64]int{}
+	conflicts, scaleSteps := 0, 0
+	swarm := repeats(Plan(fs, cfg, 5), func(s Step) {
+		switch s := s.(type) {
+		case ConflictingWriterStep:
+			conflicts++
+			rounds[s.Rounds]++
+		case ScaleChangeStep:
+			scaleSteps++
+			scales[s.Value]++
+		}
+	})
+	every := repeats(rapid.SliceOfN(rapid.OneOf(gens...), 1, 5), func(Step) {})
+	share := func(n, of int) float64 { return float64(n) / float64(of) }
+	t.Logf("rounds %v of %d, scale values %v of %d; plans repeating a fault: %d of %d (%d drawing from every fault)",
+		rounds, conflicts, scales, scaleSteps, swarm, plans, every)
+	// Uniform draws: 1/5 each; rapid's own favour 1.
+	require.Greater(t, share(rounds[5], conflicts), 0.3, "conflicts of five rounds")
+	// Uniform: 1/6 each.
+	for _, v := range []int64{0, 5} {
+		require.Greater(t, share(scales[v], scaleSteps), 0.2, "scales to %d", v)
+	}
+	for _, v := range []int64{2, 4} { // the fixture's 3, ± 1
+		require.Greater(t, share(scales[v], scaleSteps), 0.15, "scales to %d", v)
+	}
+	require.Greater(t, share(swarm, every), 1.15, "swarm plans repeat a fault more often")
+
+	// Of fewer faults, every plan draws from all of them: a bug that
+	// needs both of two faults is not left out half the time.
+	few := []*rapid.Generator[Step]{fs[0].Steps(cfg), fs[1].Steps(cfg)}
+	for seed := range 100 {
+		require.Equal(t, rapid.SliceOfN(rapid.OneOf(few...), 1, 5).Example(seed), Plan(fs[:2], cfg, 5).Example(seed))
+	}
+}
+
+func TestIntField(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}},
+		TerminationGracePeriodSeconds: func(n int64) *int64 { return &n }(30)}}
+	v, ok := intField(pod, "spec.terminationGracePeriodSeconds")
+	require.True(t, ok)
+	require.Equal(t, int64(30), v)
+	_, ok = intField(pod, "spec.containers[0].name")
+	require.False(t, ok, "a string")
+	_, ok = intField(pod, "spec.containers[3].name")
+	require.False(t, ok, "past the list")
+	_, ok = intField(pod, "spec.replicas")
+	require.False(t, ok, "unset")
 }

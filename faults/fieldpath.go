@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // pathElem is one element of a field path: a field name (or map key), or a
@@ -108,4 +112,46 @@ func setFieldPatch(path string, value any) (patchType string, patch []byte, err 
 	}
 	patch, err = json.Marshal([]map[string]any{{"op": "replace", "path": ptr.String(), "value": value}})
 	return "application/json-patch+json", patch, err
+}
+
+// intField reads the integer field at path of obj; false when it is
+// unset or not an integer.
+func intField(obj client.Object, path string) (int64, bool) {
+	elems, err := parseFieldPath(path)
+	if err != nil {
+		return 0, false
+	}
+	var v any
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		v = u.Object
+	} else if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+		v = m
+	}
+	for _, e := range elems {
+		switch cur := v.(type) {
+		case map[string]any:
+			if e.name == "" {
+				return 0, false
+			}
+			v = cur[e.name]
+		case []any:
+			if e.name != "" || e.index >= len(cur) {
+				return 0, false
+			}
+			v = cur[e.index]
+		default:
+			return 0, false
+		}
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	}
+	return 0, false
 }

@@ -72,11 +72,14 @@ func (scaleChange) Name() string { return ScaleChangeStep{}.Fault() }
 
 func (f scaleChange) Steps(c Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
-		return ScaleChangeStep{
-			Object: intIn(t, 0, c.Fixtures-1, "object"),
-			Field:  f.opts.Field,
-			Value:  rapid.Int64Range(0, f.opts.Max).Draw(t, "value"),
+		object := intIn(t, 0, c.Fixtures-1, "object")
+		var near []int64
+		if object < len(c.Objects) {
+			if v, ok := intField(c.Objects[object], f.opts.Field); ok {
+				near = []int64{v}
+			}
 		}
+		return ScaleChangeStep{Object: object, Field: f.opts.Field, Value: amount(t, 0, f.opts.Max, near, "value")}
 	})
 }
 

@@ -41,7 +41,7 @@ func (staleWatch) Steps(Config) *rapid.Generator[Step] {
 		if rapid.Bool().Draw(t, "drop") {
 			return StaleWatchStep{Drop: true}
 		}
-		return StaleWatchStep{DelayMs: 250 * intIn(t, 1, 8, "quarterSeconds"), ForMs: 1000 * intIn(t, 1, 5, "seconds")}
+		return StaleWatchStep{DelayMs: 250 * amountIn(t, 1, 8, "quarterSeconds"), ForMs: 1000 * amountIn(t, 1, 5, "seconds")}
 	})
 }
 
