@@ -156,15 +156,16 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	tb := expectFailure(t, func(tb *failureRecorder) { harness.CheckWith(tb, env, spec, opts) })
 	t.Logf("found and shrunk in %v:\n%s", time.Since(start), tb.output())
 	require.True(t, tb.Failed())
-	// No plan is run twice.
+	// No plan runs more than twice (a candidate that passed, once more
+	// before the shrinker stops).
 	mu.Lock()
 	firstFail := slices.IndexFunc(plans, func(p string) bool { return strings.HasPrefix(p, "FAIL ") })
 	require.GreaterOrEqual(t, firstFail, 0)
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, p := range plans[firstFail:] {
 		p = strings.TrimPrefix(p, "FAIL ")
-		require.False(t, seen[p], "plan %s ran twice while shrinking; cases: %v", p, plans)
-		seen[p] = true
+		seen[p]++
+		require.LessOrEqual(t, seen[p], 2, "plan %s ran three times while shrinking; cases: %v", p, plans)
 	}
 	t.Logf("%d cases, %d from the first failure on", len(plans), len(plans)-firstFail)
 	mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
 )
@@ -36,7 +37,8 @@ import (
 // the case recorded as no-ops together (one run), then tries each step
 // alone, then dropping each step, then each step's simpler forms
 // (faults.Simpler), Parallel candidates at a time, taking the first in
-// that order that fails, until none does or ShrinkTime has passed since
+// that order that fails, until none does (twice: a timing-dependent bug
+// fails in some runs of its plan only) or ShrinkTime has passed since
 // the failure was found.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
@@ -77,10 +79,8 @@ const MaxParallel = 64
 
 // DefaultParallel is what a zero SearchOptions.Parallel means: the cases
 // at once that keep a 2-core machine busy without false alarms (see the
-// README's bench table); one in a binary built with -race, whose
-// in-process work is several times slower: two at once on 2 cores made
-// the timing-dependent seeded bugs of the suite fail less reproducibly,
-// so that their shrinking stopped early.
+// README's bench table); two in a binary built with -race, whose
+// in-process work is several times slower.
 func DefaultParallel() int {
 	if raceDetector {
 		return defaultParallelRace
@@ -90,7 +90,7 @@ func DefaultParallel() int {
 
 const (
 	defaultParallel     = 16
-	defaultParallelRace = 1
+	defaultParallelRace = 2
 )
 
 func (o SearchOptions) withDefaults(name string) SearchOptions {
@@ -239,9 +239,9 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &searcher{env: env, spec: spec, opts: opts, outcomes: map[string][]Failure{}}
+	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: Run}
 	start := time.Now()
-	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{})
+	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{}, 1)
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -269,11 +269,11 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 // defaults). Its Example(seed) is one plan.
 func (s Spec) Plans() *rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
-	fixtures := 0
+	var objects []client.Object
 	if s.Fixtures != nil {
-		fixtures = len(s.Fixtures("default"))
+		objects = s.Fixtures("default")
 	}
-	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: fixtures}, s.MaxSteps)
+	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects}, s.MaxSteps)
 }
 
 // searchPlans draws n plans from seed, as rapid.Check's checks do.
@@ -293,16 +293,17 @@ type searcher struct {
 	opts SearchOptions
 
 	mu sync.Mutex
-	// outcomes are the failures of every plan run, by plan (nil for a
-	// pass): a plan is never run twice. Only failures are kept, not
-	// reports (a report holds its whole trace).
-	outcomes map[string][]Failure
+	// runs counts the runs of each plan: the search runs a plan once, the
+	// shrinker a candidate at most shrinkAttempts times.
+	runs map[string]int
+	// runCase runs a case: Run, or a stand-in in the shrinker's tests.
+	runCase func(context.Context, *Env, Spec, []faults.Step) (*Report, error)
 }
 
 // run runs one plan and shows it to OnCase; it returns the report of a
 // failure, nil for a pass.
-func (s *searcher) run(plan []faults.Step) (*Report, error) {
-	rep, err := Run(context.Background(), s.env, s.spec, plan)
+func (s *searcher) run(ctx context.Context, plan []faults.Step) (*Report, error) {
+	rep, err := s.runCase(ctx, s.env, s.spec, plan)
 	if err != nil {
 		return nil, fmt.Errorf("the harness failed: %w", err)
 	}
@@ -320,29 +321,40 @@ func (s *searcher) run(plan []faults.Step) (*Report, error) {
 			"(harness.CaseNamespace(ctx) in a Func, the kubeconfig's namespace in a Process)",
 			strings.Join(rep.ForeignWrites, "; "), faults.FormatPlan(plan))
 	}
-	s.mu.Lock()
-	s.outcomes[faults.FormatPlan(plan)] = rep.Failures
-	s.mu.Unlock()
 	if !rep.Failed() {
 		return nil, nil
 	}
 	return rep, nil
 }
 
-func (s *searcher) known(plan []faults.Step) bool {
+// ran counts a run of plan unless it ran attempts times already.
+func (s *searcher) ran(plan []faults.Step, attempts int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.outcomes[faults.FormatPlan(plan)]
-	return ok
+	key := faults.FormatPlan(plan)
+	if s.runs[key] >= attempts {
+		return true
+	}
+	s.runs[key]++
+	return false
+}
+
+// unran takes back the count of a run that was cut short.
+func (s *searcher) unran(plan []faults.Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs[faults.FormatPlan(plan)]--
 }
 
 // firstFailing runs plans, Parallel at a time in their order, and returns
 // the lowest index whose case fails (failing property, when given; any
 // property otherwise), with its report; -1 and nil when none does. Plans
-// run before are skipped (they did not fail that way: see shrink); none is
-// started after the first failure found or, when deadline is set, after
-// the deadline.
-func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time) (int, *Report, error) {
+// run attempts times before are skipped (they did not fail that way: see
+// shrink); none is started after the first failure found or, when
+// deadline is set, after the deadline. The cases of plans after the first
+// failure found are cut short (they cannot change the answer): it returns
+// once the plans before it and the teardowns of those have ended.
+func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int) (int, *Report, error) {
 	type result struct {
 		i   int
 		rep *Report
@@ -352,17 +364,21 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 	best, running, next := -1, 0, 0
 	var bestRep *Report
 	var firstErr error
+	cancels := map[int]context.CancelFunc{} // of the cases running
+	cut := map[int]bool{}
 	for {
 		for running < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
 			(deadline.IsZero() || time.Now().Before(deadline)) {
 			i := next
 			next++
-			if s.known(plans[i]) {
+			if s.ran(plans[i], attempts) {
 				continue
 			}
 			running++
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels[i] = cancel
 			go func() {
-				rep, err := s.run(plans[i])
+				rep, err := s.run(ctx, plans[i])
 				results <- result{i, rep, err}
 			}()
 		}
@@ -371,28 +387,44 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		}
 		r := <-results
 		running--
+		cancels[r.i]()
+		delete(cancels, r.i)
 		switch {
+		case cut[r.i]:
+			// Whatever it says: it did not run to its end.
+			s.unran(plans[r.i])
 		case r.err != nil:
 			if firstErr == nil {
 				firstErr = r.err
 			}
 		case r.rep != nil && (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best):
 			best, bestRep = r.i, r.rep
+			for j, cancel := range cancels {
+				if j > best {
+					cut[j] = true
+					cancel()
+				}
+			}
 		}
 	}
 }
 
 // shrink returns the smallest plan it finds that fails as rep does, and
-// when it found it (zero if rep is the smallest).
+// when it found it (zero if rep is the smallest). When no candidate of a
+// plan fails, each is run once more before the plan counts as the
+// smallest: a bug that shows by timing (a crash between two writes, a
+// reconcile inside a watch delay) fails in some runs of its plan only,
+// the more so with cases beside it.
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
 	property := rep.Failures[0].Property
 	var at time.Time
+	attempts := 1
 	try := func(candidates [][]faults.Step) bool {
-		_, smaller, err := s.firstFailing(candidates, property, deadline)
+		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts)
 		if err != nil || smaller == nil {
 			return false
 		}
-		rep, at = smaller, time.Now()
+		rep, at, attempts = smaller, time.Now(), 1
 		return true
 	}
 	for time.Now().Before(deadline) {
@@ -437,12 +469,20 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 				simpler = append(simpler, plan)
 			}
 		}
-		if !try(simpler) {
+		if try(simpler) {
+			continue
+		}
+		if attempts == shrinkAttempts {
 			break
 		}
+		attempts++
 	}
 	return rep, at
 }
+
+// shrinkAttempts is how many times the shrinker runs a candidate that
+// passes.
+const shrinkAttempts = 2
 
 // TB is what Check needs of a test: *testing.T, or rapid's TB.
 type TB = rapid.TB

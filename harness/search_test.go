@@ -1,8 +1,13 @@
 package harness
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -29,4 +34,81 @@ func TestSearchDrawsRapidsPlans(t *testing.T) {
 	for i := range drawn {
 		require.Equal(t, drawn[i], faults.FormatPlan(got[i]), "plan %d", i)
 	}
+}
+
+// TestShrinkRunsPassingCandidatesTwice: a bug that shows by timing fails
+// in some runs of its plan only. A candidate that passes is run once more
+// before the shrinker stops, so it still reaches the one step that needs
+// two runs to fail; no candidate runs more than twice.
+func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
+	bug := faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}
+	other := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+	runs := map[string]int{}
+	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
+	var mu sync.Mutex
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		key := faults.FormatPlan(plan)
+		runs[key]++
+		rep := &Report{Plan: plan}
+		// A plan with the bug's step fails; the step alone, only in its
+		// second run.
+		if slices.ContainsFunc(plan, func(st faults.Step) bool { return st == bug }) && (len(plan) > 1 || runs[key] == 2) {
+			rep.Failures = []Failure{{Property: "converges", Message: "status stuck"}}
+		}
+		return rep, nil
+	}
+	first, err := s.run(context.Background(), []faults.Step{other(3), bug, other(4), other(5)})
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	got, at := s.shrink(first, time.Now().Add(time.Minute))
+	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", runs)
+	require.False(t, at.IsZero())
+	for plan, n := range runs {
+		require.LessOrEqual(t, n, shrinkAttempts, "plan %s", plan)
+	}
+	require.Equal(t, 2, runs[faults.FormatPlan([]faults.Step{bug})])
+}
+
+// TestFirstFailingCutsLaterCases: once a plan fails, the cases of the
+// plans after it cannot change the answer; they are cut short (their
+// context ends) and their error is no harness failure, while the plans
+// before it still run to their end.
+func TestFirstFailingCutsLaterCases(t *testing.T) {
+	plan := func(v int64) []faults.Step {
+		return []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}}
+	}
+	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
+	var mu sync.Mutex
+	ended := map[int64]string{}
+	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+		v := plan[0].(faults.ScaleChangeStep).Value
+		rep := &Report{Plan: plan}
+		var err error
+		switch v {
+		case 0: // passes, after the failure is known
+			time.Sleep(200 * time.Millisecond)
+		case 1: // fails at once
+			rep.Failures = []Failure{{Property: "converges"}}
+		case 2: // would take a minute: ends with its context
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(time.Minute):
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ended[v] = fmt.Sprint(err)
+		return rep, err
+	}
+	start := time.Now()
+	i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, i)
+	require.Equal(t, plan(1), rep.Plan)
+	require.Less(t, time.Since(start), 30*time.Second, "the third case was not cut short")
+	require.Equal(t, map[int64]string{0: "<nil>", 1: "<nil>", 2: "context canceled"}, ended)
+	require.Zero(t, s.runs[faults.FormatPlan(plan(2))], "a case cut short does not count as a run")
 }
