@@ -162,5 +162,7 @@ func TestHangingCaseFailsAlone(t *testing.T) {
 	require.Error(t, err)
 	t.Log(err)
 	require.Regexp(t, `^the harness failed: case kp-\d+ \(plan \[.*\]\): the controller did not return within 30s of its context ending`, err.Error())
+	// The goroutine that ignores its context is named.
+	require.Regexp(t, `its goroutines still running: 1 in github.com/kubeprop/kubeprop/harness_test.TestHangingCaseFailsAlone.func\d+ \(badinput_test.go:\d+\)$`, err.Error())
 	require.Len(t, ended, 2, "both cases ended: the stuck one after its bound")
 }

@@ -1,7 +1,15 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -76,3 +84,60 @@ func trackCase(c *caseRun) (untrack func()) {
 		runningCases.Unlock()
 	}
 }
+
+// caseLabel is the profiler label on the goroutines of a case's
+// controller (goroutines inherit their creator's labels): those that are
+// still running after the controller was told to stop can be named.
+const caseLabel = "kubeprop-case"
+
+// goLabelled runs f in a new goroutine that carries c's label.
+func (c *caseRun) goLabelled(ctx context.Context, f func(context.Context)) {
+	go pprof.Do(ctx, pprof.Labels(caseLabel, c.namespace), f)
+}
+
+// goroutinesOf names the goroutines of case namespace still running, by
+// the first function of each stack outside the Go runtime, most first:
+// "2 in example.com/ctl.(*R).loop (loop.go:40)".
+func goroutinesOf(namespace string) string {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return "(the goroutine profile could not be read: " + err.Error() + ")"
+	}
+	label := fmt.Sprintf("%q:%q", caseLabel, namespace)
+	counts := map[string]int{} // by where they are
+	// The profile is blocks of "N @ addresses", "# labels: {...}" and
+	// "#\taddress\tfunction+offset\tfile:line", one per stack.
+	for block := range strings.SplitSeq(buf.String(), "\n\n") {
+		lines := strings.Split(block, "\n")
+		if len(lines) < 3 || !strings.HasPrefix(lines[1], "# labels: ") || !strings.Contains(lines[1], label) {
+			continue
+		}
+		count, _ := strconv.Atoi(strings.Fields(lines[0])[0])
+		for _, l := range lines[2:] {
+			f := strings.Fields(strings.TrimPrefix(l, "#"))
+			if len(f) < 3 || strings.HasPrefix(f[1], "runtime.") || strings.HasPrefix(f[1], "internal/") {
+				continue
+			}
+			fn, _, _ := strings.Cut(f[1], "+0x")
+			counts[fmt.Sprintf("%s (%s)", fn, filepath.Base(f[2]))] += count
+			break
+		}
+	}
+	if len(counts) == 0 {
+		return "none"
+	}
+	wheres := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(wheres, func(a, b string) int { return counts[b] - counts[a] })
+	var named []string
+	for i, w := range wheres {
+		if i == maxNamedGoroutines {
+			named = append(named, fmt.Sprintf("and %d more places", len(wheres)-i))
+			break
+		}
+		named = append(named, fmt.Sprintf("%d in %s", counts[w], w))
+	}
+	return strings.Join(named, ", ")
+}
+
+// maxNamedGoroutines bounds the places goroutinesOf names.
+const maxNamedGoroutines = 5

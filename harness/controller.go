@@ -103,7 +103,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	c.goLabelled(ctx, func(ctx context.Context) { done <- mgr.Start(ctx) })
 	stop := func() error {
 		cancel()
 		select {
@@ -114,7 +114,8 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 			}
 			return nil
 		case <-time.After(controllerStopTimeout):
-			return fmt.Errorf("the controller did not stop within %v of its context ending: a Runnable or reconcile ignores ctx", controllerStopTimeout)
+			return fmt.Errorf("the controller did not stop within %v of its context ending: a Runnable or reconcile ignores ctx; its goroutines still running: %s",
+				controllerStopTimeout, goroutinesOf(c.namespace))
 		}
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, c.spec.Setup)

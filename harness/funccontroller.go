@@ -36,7 +36,7 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 	cfg := c.instanceConfig(inst, true)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() {
+	c.goLabelled(ctx, func(ctx context.Context) {
 		err := callRun(ctx, f.run, cfg)
 		// A run that ends before it is stopped is a crash of the
 		// controller, unless the instance was killed on purpose.
@@ -44,7 +44,7 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 			c.recorder.panicked(fmt.Sprintf("the controller returned while the case went on: %v", err))
 		}
 		done <- err
-	}()
+	})
 	select {
 	case err := <-done:
 		cancel()
@@ -64,7 +64,8 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 			}
 			return nil
 		case <-time.After(controllerStopTimeout):
-			return fmt.Errorf("the controller did not return within %v of its context ending: it must return when ctx is done", controllerStopTimeout)
+			return fmt.Errorf("the controller did not return within %v of its context ending: it must return when ctx is done; its goroutines still running: %s",
+				controllerStopTimeout, goroutinesOf(c.namespace))
 		}
 	}, nil
 }
