@@ -7,8 +7,10 @@
 //
 // Run it from the repository's root: make demo. Flags: -only NAME,
 // -checks (plans per controller, default 20), -shrinktime (2m), -seed,
-// -parallel; -seeds N measures detection over N seeds instead (make
-// bench); -memprofile FILE writes what the run still holds at its end.
+// -parallel (cases at once in all), -targets (controllers searched at
+// once, sharing -parallel); -seeds N measures detection over N seeds
+// instead (make bench); -memprofile FILE writes what the run still holds
+// at its end.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +47,7 @@ func main() {
 	flag.Uint64Var(&search.Seed, "seed", 0, "the searches' seed (0: random)")
 	flag.DurationVar(&search.ShrinkTime, "shrinktime", 2*time.Minute, "time budget for shrinking a failure")
 	flag.IntVar(&search.Parallel, "parallel", 0, "cases run at once (0: the default)")
+	flag.IntVar(&targetsAtOnce, "targets", 4, "controllers searched at once; they share -parallel (the demo only: the bench searches one at a time)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
@@ -70,6 +74,9 @@ var focused bool
 
 // search are the options of every search, from the flags.
 var search harness.SearchOptions
+
+// targetsAtOnce is how many targets the demo searches at once.
+var targetsAtOnce int
 
 // specOf is the Spec a target is searched with.
 func specOf(t suite.Target) harness.Spec {
@@ -128,11 +135,26 @@ func run(only string, seeds int, memProfile string) (code int) {
 		_ = env.Stop()
 		os.Exit(130)
 	}()
-	for _, target := range suite.Targets() {
-		if selected(target.Name, only) {
-			d.target(env, target, reports)
-		}
+	// Targets side by side, each with its share of the cases at once: a
+	// search waits on its slowest case before it shrinks, and between
+	// shrink passes.
+	parallel := search.Parallel
+	if parallel == 0 {
+		parallel = harness.DefaultParallel()
 	}
+	atOnce := make(chan struct{}, max(1, targetsAtOnce))
+	var wg sync.WaitGroup
+	for i, target := range suite.Targets() {
+		if !selected(target.Name, only) {
+			continue
+		}
+		atOnce <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-atOnce }()
+			d.target(env, target, reports, i, max(1, parallel/cap(atOnce)))
+		})
+	}
+	wg.Wait()
 	return d.print(false)
 }
 
@@ -150,13 +172,16 @@ type row struct {
 	// outcome is "pass", "caught" (a bug caught as expected) or
 	// "surprise" (anything else).
 	outcome string
+	order   int // the target's place in the suite
 }
 
-// target searches one target, printing each case as it ends.
-func (d *demo) target(env *harness.Env, target suite.Target, reports string) {
+// target searches one target, parallel cases at once, printing each
+// case as it ends.
+func (d *demo) target(env *harness.Env, target suite.Target, reports string, order, parallel int) {
 	fmt.Fprintf(os.Stderr, "demo: %s ...\n", target.Name)
 	start := time.Now()
 	opts := target.SearchOptions(search)
+	opts.Parallel = parallel
 	// Where the suite's tests replay them.
 	opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
 	opts.OnCase = caseLines("demo: "+target.Name, nil)
@@ -168,11 +193,11 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string) {
 	var r row
 	switch {
 	case err != nil:
-		r = row{fmt.Sprintf("%s\t%s\tERROR %v\t\t\t\t", target.Name, expected, err), "surprise"}
+		r = row{fmt.Sprintf("%s\t%s\tERROR %v\t\t\t\t", target.Name, expected, err), "surprise", order}
 	case f == nil:
-		r = row{fmt.Sprintf("%s\t%s\tpass\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "pass"}
+		r = row{fmt.Sprintf("%s\t%s\tpass\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "pass", order}
 		if !target.Correct() {
-			r = row{fmt.Sprintf("%s\t%s\tMISSED: passed\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "surprise"}
+			r = row{fmt.Sprintf("%s\t%s\tMISSED: passed\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "surprise", order}
 		}
 	default:
 		page := filepath.Join(reports, target.Name+".html")
@@ -185,7 +210,7 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string) {
 		}
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
-			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/")), outcome}
+			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/")), outcome, order}
 		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
 	}
 	d.mu.Lock()
@@ -201,6 +226,7 @@ func (d *demo) print(interrupted bool) int {
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "controller\texpected\tresult\tshrunk plan\tfound\tshrunk\treplay")
 	count := map[string]int{}
+	slices.SortFunc(d.rows, func(a, b row) int { return a.order - b.order })
 	for _, r := range d.rows {
 		fmt.Fprintln(table, r.cells)
 		count[r.outcome]++
