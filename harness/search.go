@@ -69,8 +69,9 @@ type SearchOptions struct {
 	// Dir is where the scenario and the HTML timeline of a failure go.
 	// Empty means testdata/kubeprop/<name>, relative to the working folder.
 	Dir string
-	// OnCase, when set, is called with the report of every case, from the
-	// goroutine that ran it (with Parallel > 1, several at once).
+	// OnCase, when set, is called with the report of every case as it
+	// ends, one call at a time (with Parallel > 1 from the goroutines that
+	// ran the cases, never two at once).
 	OnCase func(*Report)
 }
 
@@ -296,6 +297,8 @@ type searcher struct {
 	// runs counts the runs of each plan: the search runs a plan once, the
 	// shrinker a candidate at most shrinkAttempts times.
 	runs map[string]int
+	// onCase serializes the calls of OnCase.
+	onCase sync.Mutex
 	// runCase runs a case: Run, or a stand-in in the shrinker's tests.
 	runCase func(context.Context, *Env, Spec, []faults.Step) (*Report, error)
 }
@@ -308,7 +311,9 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step) (*Report, error)
 		return nil, fmt.Errorf("the harness failed: %w", err)
 	}
 	if s.opts.OnCase != nil {
+		s.onCase.Lock()
 		s.opts.OnCase(rep)
+		s.onCase.Unlock()
 	}
 	if rep.Teardown.stuck != "" {
 		// Its goroutines may go on; the search stops here, and the cases

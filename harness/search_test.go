@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,4 +112,30 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	require.Less(t, time.Since(start), 30*time.Second, "the third case was not cut short")
 	require.Equal(t, map[int64]string{0: "<nil>", 1: "<nil>", 2: "context canceled"}, ended)
 	require.Zero(t, s.runs[faults.FormatPlan(plan(2))], "a case cut short does not count as a run")
+}
+
+// TestOnCaseOneAtATime: with cases side by side, OnCase is never called
+// twice at once (a user's OnCase may print to a buffer without a lock).
+func TestOnCaseOneAtATime(t *testing.T) {
+	var inside, most, calls atomic.Int32
+	s := &searcher{runs: map[string]int{}, opts: SearchOptions{Parallel: 4, OnCase: func(*Report) {
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		inside.Add(-1)
+		calls.Add(1)
+	}}}
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+		return &Report{Plan: plan}, nil
+	}
+	var plans [][]faults.Step
+	for v := range int64(8) {
+		plans = append(plans, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}})
+	}
+	i, _, err := s.firstFailing(plans, "", time.Time{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, -1, i)
+	require.Equal(t, int32(8), calls.Load())
+	require.Equal(t, int32(1), most.Load())
 }

@@ -246,13 +246,10 @@ func (d *demo) print(interrupted bool) int {
 
 // caseLines is an OnCase that prints each case as it ends on stderr,
 // numbered, after prefix; also, when set, is called with each report
-// first (cases end on several goroutines at once: one at a time here).
+// first (a search calls OnCase one case at a time).
 func caseLines(prefix string, also func(*harness.Report)) func(*harness.Report) {
-	var mu sync.Mutex
 	cases := 0
 	return func(rep *harness.Report) {
-		mu.Lock()
-		defer mu.Unlock()
 		if also != nil {
 			also(rep)
 		}
