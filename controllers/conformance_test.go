@@ -79,10 +79,6 @@ func TestConformance(t *testing.T) {
 				harness.CheckWith(t, env, target.Spec, searchOptions())
 				return
 			}
-			// The bugs' searches side by side (go test -parallel at
-			// once), after the correct targets', which judge timing
-			// and must not meet a false alarm under load.
-			t.Parallel()
 			opts := searchOptions()
 			if !userChecks {
 				opts.Checks = 20
