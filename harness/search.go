@@ -370,7 +370,6 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 	var bestRep *Report
 	var firstErr error
 	cancels := map[int]context.CancelFunc{} // of the cases running
-	cut := map[int]bool{}
 	for {
 		for running < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
 			(deadline.IsZero() || time.Now().Before(deadline)) {
@@ -395,8 +394,9 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		cancels[r.i]()
 		delete(cancels, r.i)
 		switch {
-		case cut[r.i]:
-			// Whatever it says: it did not run to its end.
+		case best >= 0 && r.i > best:
+			// Cut short when best was found (none starts after):
+			// whatever it says, it did not run to its end.
 			s.unran(plans[r.i])
 		case r.err != nil:
 			if firstErr == nil {
@@ -406,7 +406,6 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 			best, bestRep = r.i, r.rep
 			for j, cancel := range cancels {
 				if j > best {
-					cut[j] = true
 					cancel()
 				}
 			}

@@ -17,8 +17,8 @@ import (
 // bench runs the search on every target once per seed (1..seeds) and
 // prints two tables. For the correct targets, the plans per minute at
 // Parallel 1 (seed 1) and at the search's Parallel (the default unless
-// -parallel says; every seed), their ratio, the machine's CPU in use meanwhile, and the false
-// alarms. For each seeded bug (at the search's Parallel), how often it was
+// -parallel says; every seed), their ratio, the machine's CPU in use
+// meanwhile, and the false alarms. For each seeded bug (at the search's Parallel), how often it was
 // caught by its property, the time to the first failure, the number of
 // the first failing plan drawn (the same whatever Parallel is) and the
 // time to the shrunk plan (median [min, max]), and the shrunk plan's
