@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -72,6 +73,9 @@ type Env struct {
 	timeScale        float64
 	nodes            *caseNodes
 	kubeletConfig    *rest.Config // the kubelet simulator's connection
+
+	stopIdleCloser chan struct{} // ends closeIdleConnectionsEvery
+	stopOnce       sync.Once
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -107,6 +111,8 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err := e.connect(); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
+	e.stopIdleCloser = make(chan struct{})
+	go wait.Until(e.closeIdleConnections, idleConnectionsEvery, e.stopIdleCloser)
 	return e, nil
 }
 
@@ -156,12 +162,19 @@ func (e *Env) WallDuration(clusterTime time.Duration) time.Duration {
 	return e.Cluster.Scaled(clusterTime)
 }
 
+// idleConnectionsEvery is how often the Env closes the idle connections of
+// the connections the cases share.
+const idleConnectionsEvery = 5 * time.Second
+
 // closeIdleConnections closes the idle connections of the connections the
 // cases share. Many cases' watches at once open more HTTP/2 connections
 // than one (the API server allows 100 streams on each); once those cases
-// are over, the extra connections would stay open, idle, for good.
+// are over, the extra connections would stay open, idle, for 90 s
+// (client-go's idle timeout). A case's teardown calls it, and so does a
+// ticker: a connection whose last stream was still closing at a teardown
+// goes idle only after it.
 func (e *Env) closeIdleConnections() {
-	for _, cfg := range []*rest.Config{e.Config(), e.userConfig, e.kubeletConfig} {
+	for _, cfg := range []*rest.Config{e.Config(), e.userConfig, e.kubeletConfig, e.controllerConfig} {
 		if cfg == nil {
 			continue
 		}
@@ -178,6 +191,11 @@ func (e *Env) Stop() error {
 	if e == nil {
 		return nil
 	}
+	e.stopOnce.Do(func() {
+		if e.stopIdleCloser != nil {
+			close(e.stopIdleCloser)
+		}
+	})
 	e.Kubelets.Stop()
 	return e.Cluster.Stop()
 }

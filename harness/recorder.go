@@ -34,6 +34,7 @@ type recorder struct {
 	changes []change                              // in resource-version order
 	states  []properties.State                    // after each of changes, built lazily
 	built   map[string]*unstructured.Unstructured // the objects after states
+	memo    properties.Memo                       // the traces' memo
 
 	writes     []properties.Write
 	reconciles []properties.Reconcile
@@ -183,7 +184,7 @@ func (r *recorder) record(at time.Time, u *unstructured.Unstructured, deleted bo
 	}
 	r.changes = slices.Insert(r.changes, i, c)
 	if i < len(r.states) {
-		r.states, r.built = r.states[:0], nil // rebuilt from the start by buildStates
+		r.states, r.built = r.states[:i], nil // rebuilt from there by buildStates
 	}
 }
 
@@ -191,7 +192,11 @@ func (r *recorder) record(at time.Time, u *unstructured.Unstructured, deleted bo
 func (r *recorder) buildStates() {
 	if r.built == nil {
 		r.built = map[string]*unstructured.Unstructured{}
-		r.states = r.states[:0]
+		if n := len(r.states); n > 0 {
+			for _, o := range r.states[n-1].Objects {
+				r.built[objectKey(o)] = o
+			}
+		}
 	}
 	for _, c := range r.changes[len(r.states):] {
 		if c.obj == nil {
@@ -357,6 +362,7 @@ func (r *recorder) trace(requests []properties.Request, final bool) *properties.
 		Reconciles: append([]properties.Reconcile(nil), r.reconciles...),
 		Panics:     append([]properties.Panic(nil), r.panics...),
 		Events:     append([]properties.Event(nil), r.events...),
+		Memo:       &r.memo,
 	}
 }
 
@@ -475,12 +481,21 @@ func flatten(v any, path []string, out map[string]string) {
 	if len(path) == 1 && !recordedRoots[path[0]] && path[0] != "metadata" {
 		return
 	}
-	if len(path) == 2 && path[0] == "metadata" && !recordedMetadata[path[1]] {
+	if len(path) == 2 && path[0] == "metadata" && !recordedMetadata[elemName(path[1])] {
 		return
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		for k, child := range x {
+			if strings.ContainsAny(k, ".[]") && len(path) > 0 {
+				// A key with dots (a label or annotation such as
+				// app.kubernetes.io/name) goes in brackets, as field paths
+				// of faults write it: metadata.labels[app.kubernetes.io/name].
+				keyed := append([]string(nil), path...)
+				keyed[len(keyed)-1] += "[" + k + "]"
+				flatten(child, keyed, out)
+				continue
+			}
 			flatten(child, append(path, k), out)
 		}
 		return
@@ -535,32 +550,50 @@ func owner(entries []metav1.ManagedFieldsEntry, path string) string {
 func fieldsHave(set map[string]any, path string) bool {
 	node := set
 	for _, elem := range splitPath(path) {
-		var next any
-		if name, key, ok := strings.Cut(elem, "["); ok {
-			child, found := node["f:"+name].(map[string]any)
-			if !found {
+		name, keys := elemName(elem), elemKeys(elem)
+		steps := append([]string{"f:" + name}, make([]string, len(keys))...)
+		for i, key := range keys {
+			if k, v, isItem := strings.Cut(key, "="); isItem {
+				keyJSON, _ := json.Marshal(map[string]string{k: v})
+				steps[i+1] = "k:" + string(keyJSON) // a list item by its key
+			} else {
+				steps[i+1] = "f:" + key // a map key with dots in it
+			}
+		}
+		for _, step := range steps {
+			m, ok := node[step].(map[string]any)
+			if !ok {
 				return false
 			}
-			if len(child) == 0 {
-				return true // an atomic list, owned whole
+			if len(m) == 0 || m["."] != nil && len(m) == 1 {
+				return true // owned whole: an atomic list, or a leaf
 			}
-			kv := strings.TrimSuffix(key, "]")
-			k, v, _ := strings.Cut(kv, "=")
-			keyJSON, _ := json.Marshal(map[string]string{k: v})
-			next = child["k:"+string(keyJSON)]
-		} else {
-			next = node["f:"+elem]
+			node = m
 		}
-		m, ok := next.(map[string]any)
-		if !ok {
-			return false
-		}
-		if len(m) == 0 || m["."] != nil && len(m) == 1 {
-			return true
-		}
-		node = m
 	}
 	return true
+}
+
+// elemName is a path element's field name: containers of
+// containers[name=app], labels of labels[app.kubernetes.io/name].
+func elemName(elem string) string {
+	name, _, _ := strings.Cut(elem, "[")
+	return name
+}
+
+// elemKeys are what a path element's brackets hold, in order: list items
+// by key (name=app) and map keys with dots in them.
+func elemKeys(elem string) []string {
+	var keys []string
+	for {
+		_, rest, ok := strings.Cut(elem, "[")
+		if !ok {
+			return keys
+		}
+		key, after, _ := strings.Cut(rest, "]")
+		keys = append(keys, key)
+		elem = after
+	}
 }
 
 // splitPath splits a.b[type=x.y].c on the dots outside brackets.

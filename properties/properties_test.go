@@ -99,6 +99,39 @@ func TestAlways(t *testing.T) {
 	require.EqualError(t, v.Err, "never-overshoots: violated: App web has 4 replicas ready, more than 3")
 }
 
+// TestAlwaysMemo: judged again on a longer trace of the same case, Always
+// checks only the states it has not seen hold; a state built again in its
+// place (new objects) is checked again, and a violation after the
+// remembered states is still found.
+func TestAlwaysMemo(t *testing.T) {
+	checked := 0
+	p := Always("never-overshoots", func(st State) error {
+		checked++
+		if got, _, _ := unstructured.NestedInt64(st.Get("App", "web").Object, "status", "readyReplicas"); got > 3 {
+			return fmt.Errorf("App web has %d replicas ready", got)
+		}
+		return nil
+	})
+	memo := &Memo{}
+	states := replicaStates(1, 2, 3, 3, 4)
+	require.False(t, p.Check(&Trace{States: states[:3], Memo: memo}).Done)
+	require.Equal(t, 3, checked)
+	require.False(t, p.Check(&Trace{States: states[:4], Memo: memo}).Done)
+	require.Equal(t, 4, checked, "only the new state is checked")
+
+	rebuilt := append(slices.Clone(states[:1]), replicaStates(2, 3, 3)[1:]...)
+	require.False(t, p.Check(&Trace{States: rebuilt, Memo: memo}).Done)
+	require.Equal(t, 4+2, checked, "the states built again are checked again")
+
+	v := p.Check(&Trace{States: states, Memo: memo})
+	require.EqualError(t, v.Err, "never-overshoots: violated: App web has 4 replicas ready")
+	require.Equal(t, 6+4, checked, "after the first state, what the last check left differs")
+
+	checked = 0
+	require.Error(t, p.Check(&Trace{States: states}).Err)
+	require.Equal(t, 5, checked, "no memo: every state")
+}
+
 func writes(manager, field string, times ...time.Duration) []Write {
 	var out []Write
 	for _, d := range times {

@@ -29,6 +29,10 @@ type Trace struct {
 	Reconciles []Reconcile // in-process controllers' reconcile results
 	Panics     []Panic     // in-process controllers' panics
 	Events     []Event     // fault steps and user changes, in order
+
+	// Memo, when set, lets properties skip what they already checked on an
+	// earlier trace of the same case; the harness sets it.
+	Memo *Memo
 }
 
 // State is a snapshot of the objects a case watches.
@@ -78,8 +82,11 @@ type Write struct {
 	// GenerateName is the object's metadata.generateName: its name
 	// without the random suffix.
 	GenerateName string
-	Field        string // a path such as spec.replicas
-	Value        string // the new value, as JSON; empty when removed
+	// Field is a path such as spec.replicas, spec.containers[name=app].image
+	// (a list item by its key) or metadata.labels[app.kubernetes.io/name]
+	// (a map key with dots in it).
+	Field string
+	Value string // the new value, as JSON; empty when removed
 }
 
 // Object names the written object the same way in every run: a generated
