@@ -2,6 +2,10 @@
 // hollow cluster: a real control plane (etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler, see package cluster) and
 // simulated kubelets (package kubelet), on one machine, for one test binary.
+// Its default StorageClass's volumes are provisioned, resized and deleted
+// by a simulated CSI driver (package storage), so StatefulSets with volume
+// claim templates run; a case records its PersistentVolumeClaims like its
+// pods, and its teardown deletes their volumes.
 //
 //	var env *harness.Env
 //

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeprop/kubeprop/harness/cluster"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
+	"github.com/kubeprop/kubeprop/harness/storage"
 )
 
 // EnvOptions configures a hollow cluster. The zero value is a cluster at
@@ -57,6 +58,9 @@ const (
 	UserKubelet = "kubeprop:kubelet"
 	// UserUser makes the user's changes: fixtures and ScaleChange.
 	UserUser = "kubeprop:user"
+	// UserProvisioner provisions, resizes and deletes volumes (package
+	// storage).
+	UserProvisioner = "kubeprop:provisioner"
 )
 
 // Env is a running hollow cluster.
@@ -73,8 +77,9 @@ type Env struct {
 	timeScale        float64
 	nodes            *caseNodes
 	kubeletConfig    *rest.Config // the kubelet simulator's connection
+	storage          *storage.Provisioner
 
-	stopIdleCloser chan struct{} // ends closeIdleConnectionsEvery
+	stopIdleCloser chan struct{} // ends the ticker of closeIdleConnections
 	stopOnce       sync.Once
 }
 
@@ -109,6 +114,13 @@ func Start(opts EnvOptions) (*Env, error) {
 	}
 	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale, nodes: nodes, kubeletConfig: kubeletCfg}
 	if err := e.connect(); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	provisionerCfg, err := c.AddUser(UserProvisioner)
+	if err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	if e.storage, err = storage.Start(ctx, provisionerCfg, storage.Options{}); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
 	e.stopIdleCloser = make(chan struct{})
@@ -196,6 +208,7 @@ func (e *Env) Stop() error {
 			close(e.stopIdleCloser)
 		}
 	})
+	e.storage.Stop()
 	e.Kubelets.Stop()
 	return e.Cluster.Stop()
 }

@@ -301,7 +301,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 
 // watchedResources are the fixtures' kinds, Pods and Spec.Watch.
 func (c *caseRun) watchedResources() ([]schema.GroupVersionResource, error) {
-	gvks := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Pod")}
+	gvks := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")}
 	for _, f := range c.fixtures {
 		gvk, err := apiutil.GVKForObject(f, c.spec.Scheme)
 		if err != nil {
@@ -387,6 +387,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 			c.logf("property %s holds (%s)", name, v.Detail)
 		}
 	}
+	c.pendingClaims(ctx)
 	c.logf("writes per manager: %s", writesPerManager(tr))
 	c.logMu.Lock()
 	rep.Timeline = append([]string(nil), c.timeline...)

@@ -29,8 +29,11 @@ type Spec struct {
 	Properties []properties.Property
 	// Scheme knows the fixtures' types. Nil means client-go's scheme.
 	Scheme *runtime.Scheme
-	// Watch names kinds to observe besides the fixtures' kinds and Pods,
-	// such as the controller's other children.
+	// Watch names kinds to observe besides the fixtures' kinds, Pods and
+	// PersistentVolumeClaims, such as the controller's other children.
+	// Only the case's namespace is observed: PersistentVolumes, which are
+	// cluster-scoped, are not recorded (a claim's status shows its
+	// volume's binding and capacity).
 	Watch []schema.GroupVersionKind
 	// Nodes is how many simulated nodes each case gets. Zero means 3.
 	Nodes int

@@ -44,8 +44,8 @@ type Teardown struct {
 // teardown ends a case, in this order: stop the controller, stop
 // recording, remove the finalizers left in the namespace, delete the
 // namespace, delete what is in it (the pods at once, those of lost nodes
-// included) and finalize it, wait (bounded) until it is gone, then remove
-// the case's nodes. Nothing of a case may outlive it: a namespace stuck on
+// included) and finalize it, wait (bounded) until it is gone, delete the
+// volumes of its claims, then remove the case's nodes. Nothing of a case may outlive it: a namespace stuck on
 // a finalizer that no stopped controller will ever remove stays for good,
 // and the namespace controller's retries are a load that every later case
 // shares.
@@ -81,6 +81,9 @@ func (c *caseRun) teardown() Teardown {
 			td.Left = append(td.Left, left...)
 		}
 		td.Phases = append(td.Phases, fmt.Sprintf("namespace gone %.1fs", time.Since(start).Seconds()))
+		if left := c.deleteVolumes(ctx); len(left) > 0 {
+			td.Left = append(td.Left, left...)
+		}
 	}
 	// The nodes go last: their kubelets confirm the deletion of the pods
 	// on them.
@@ -160,12 +163,15 @@ func (o namespacedObject) dropFinalizers(ctx context.Context) error {
 }
 
 // removeFinalizers removes every finalizer from the objects of the case's
-// namespace and lists what it removed.
+// namespace and lists what it removed. Objects whose finalizers are all
+// the system's (kubernetes.io/pvc-protection, say) are left to
+// emptyNamespace: their controllers still run, and listing them would
+// bury the controller's own finalizers.
 func (c *caseRun) removeFinalizers(ctx context.Context, resources []schema.GroupVersionResource) []string {
 	var removed []string
 	for _, o := range c.objects(ctx, resources) {
 		finalizers := o.obj.GetFinalizers()
-		if len(finalizers) == 0 {
+		if !slices.ContainsFunc(finalizers, func(f string) bool { return !strings.HasPrefix(f, "kubernetes.io/") }) {
 			continue
 		}
 		if err := o.dropFinalizers(ctx); err != nil {
