@@ -13,6 +13,9 @@ import (
 	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/kubeprop/kubeprop/harness/kubelet"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // caseKey is the context key of the case a context belongs to. Every
@@ -141,3 +144,29 @@ func goroutinesOf(namespace string) string {
 
 // maxNamedGoroutines bounds the places goroutinesOf names.
 const maxNamedGoroutines = 5
+
+// caseInNamespace is the running case of that namespace, if any.
+func caseInNamespace(ns string) *caseRun {
+	runningCases.Lock()
+	defer runningCases.Unlock()
+	for c := range runningCases.set {
+		if c.namespace == ns {
+			return c
+		}
+	}
+	return nil
+}
+
+// kubeletEvent hands the simulated kubelets' events that belong to a case
+// to it: the commands run in its containers.
+func kubeletEvent(e kubelet.Event) {
+	if e.Kind != kubelet.ContainerExec {
+		return
+	}
+	c := caseInNamespace(e.Namespace)
+	if c == nil {
+		return
+	}
+	c.recorder.execed(properties.Exec{At: e.Time, Pod: e.Pod, Container: e.Container, Command: e.Command, ExitCode: int(e.Exit.Code)})
+	c.logf("exec in Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)
+}

@@ -95,6 +95,13 @@ type instance struct {
 // has its own connections, which closeConnections ends once it stopped:
 // otherwise every case leaves its HTTP/2 connections and their read loops.
 func (inst *instance) track(rt http.RoundTripper) http.RoundTripper {
+	switch rt.(type) {
+	case interface{ CloseIdleConnections() }, utilnet.RoundTripperWrapper:
+	default:
+		// A stream's own (pods/exec over SPDY or WebSocket): its one
+		// connection ends with the stream.
+		return rt
+	}
 	inst.mu.Lock()
 	inst.transports = append(inst.transports, rt)
 	inst.mu.Unlock()

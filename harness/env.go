@@ -108,6 +108,13 @@ func Start(opts EnvOptions) (*Env, error) {
 	}
 	kopts := opts.Kubelet
 	kopts.TimeScale = opts.TimeScale
+	userOnEvent := kopts.OnEvent
+	kopts.OnEvent = func(e kubelet.Event) {
+		kubeletEvent(e)
+		if userOnEvent != nil {
+			userOnEvent(e)
+		}
+	}
 	sim, err := kubelet.Start(ctx, kubeletCfg, kopts)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 	env = harness.MustStart(harness.EnvOptions{
 		TimeScale:         testTimeScale,
 		CRDDirectoryPaths: []string{"testdata/crds"},
-		Kubelet:           kubelet.Options{OnEvent: events.add},
+		Kubelet:           kubelet.Options{OnEvent: events.add, Exec: testExec},
 	})
 	code := m.Run()
 	if err := env.Stop(); err != nil {

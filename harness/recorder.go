@@ -39,6 +39,7 @@ type recorder struct {
 	writes     []properties.Write
 	reconciles []properties.Reconcile
 	panics     []properties.Panic
+	execs      []properties.Exec
 	events     []properties.Event
 	lastWrite  time.Time
 	inflight   map[string]*inflightReconcile // by controller/key
@@ -290,6 +291,30 @@ func (r *recorder) injectedRequest(req properties.Request) {
 	r.mu.Unlock()
 }
 
+// execed records a command run in one of the case's containers.
+func (r *recorder) execed(e properties.Exec) {
+	r.mu.Lock()
+	r.execs = append(r.execs, e)
+	r.mu.Unlock()
+}
+
+// execsBy names who asked for each exec: the user of the earliest pods/exec
+// request of the same pod, received before it, not matched to an earlier
+// exec. The log has an exec once it ended: until then, User is empty.
+func execsBy(execs []properties.Exec, requests []properties.Request) []properties.Exec {
+	out := slices.Clone(execs)
+	used := map[int]bool{}
+	for i := range out {
+		for j, req := range requests {
+			if !used[j] && req.Subresource == "exec" && req.Name == out[i].Pod && !req.At.After(out[i].At) {
+				out[i].User, used[j] = req.User, true
+				break
+			}
+		}
+	}
+	return out
+}
+
 func (r *recorder) panicked(value any) {
 	r.mu.Lock()
 	r.panics = append(r.panics, properties.Panic{At: time.Now(), Value: fmt.Sprint(value), Stack: string(debug.Stack())})
@@ -362,6 +387,7 @@ func (r *recorder) trace(requests []properties.Request, final bool) *properties.
 		Reconciles: append([]properties.Reconcile(nil), r.reconciles...),
 		Panics:     append([]properties.Panic(nil), r.panics...),
 		Events:     append([]properties.Event(nil), r.events...),
+		Execs:      execsBy(r.execs, requests),
 		Memo:       &r.memo,
 	}
 }

@@ -29,6 +29,7 @@ type Trace struct {
 	Reconciles []Reconcile // in-process controllers' reconcile results
 	Panics     []Panic     // in-process controllers' panics
 	Events     []Event     // fault steps and user changes, in order
+	Execs      []Exec      // commands run in the case's containers
 
 	// Memo, when set, lets properties skip what they already checked on an
 	// earlier trace of the same case; the harness sets it.
@@ -119,6 +120,18 @@ type Reconcile struct {
 	Err          string // empty on success
 	Requeue      bool
 	RequeueAfter time.Duration
+}
+
+// Exec is one command run in a container through pods/exec, as the
+// simulated kubelet answered it.
+type Exec struct {
+	At             time.Time
+	Pod, Container string
+	Command        []string
+	ExitCode       int
+	// User is who asked the API server for it, from the audit log; empty
+	// until the log has it.
+	User string
 }
 
 // Panic is a panic of the controller under test.

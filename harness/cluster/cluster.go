@@ -190,7 +190,10 @@ func (c *Cluster) startControlPlane() error {
 		Set("audit-log-mode", "blocking").
 		Set("audit-log-format", "json").
 		Set("default-not-ready-toleration-seconds", toleration).
-		Set("default-unreachable-toleration-seconds", toleration)
+		Set("default-unreachable-toleration-seconds", toleration).
+		// A simulated node's hostname resolves nowhere: the API server
+		// reaches its kubelet endpoint (pods/exec) at its InternalIP.
+		Set("kubelet-preferred-address-types", "InternalIP")
 
 	c.env = &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{

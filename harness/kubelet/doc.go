@@ -9,10 +9,17 @@
 // doubling to 300 s, reset after 10 minutes of running); pods being deleted
 // are confirmed gone; a lost node goes silent until it recovers.
 //
+// Each node serves the kubelet's endpoint on an address of its own on
+// loopback (its InternalIP, 127.1.x.y; the port is in the Node's
+// daemonEndpoints): the API server proxies pods/exec there, and the node
+// answers through the exec protocol of the kubelet's CRI streaming server
+// (k8s.io/cri-streaming), with Options.Exec giving each command's output
+// and exit code. A lost node's endpoint refuses connections.
+//
 // Timings are the kubelet's defaults in cluster time, turned into wall time
 // by Options.TimeScale. The clock is injected (k8s.io/utils/clock).
 //
 // One file per concern: node.go (registration, status), lease.go, pod.go
 // (the pod state machine and its status), container.go (kills and
-// back-off), addresses.go.
+// back-off), exec.go (the kubelet endpoint), addresses.go.
 package kubelet

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ type Node struct {
 	lastReport time.Time
 	lease      *coordinationv1.Lease // the last one written, renewed by update
 	podSeq     int                   // pods started, for their addresses
+	server     *http.Server          // the kubelet endpoint; nil while lost
+	port       int                   // the kubelet endpoint's port
 	wake       chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
@@ -54,6 +57,10 @@ func (s *Simulator) AddNodeWithLabels(ctx context.Context, name string, labels m
 	s.nodeCount++
 	s.nodeByKey[name] = n
 	s.mu.Unlock()
+	if err := n.listen(0); err != nil {
+		s.forgetNode(name)
+		return nil, err
+	}
 
 	now := s.opts.Clock.Now()
 	nodeLabels := map[string]string{
@@ -79,7 +86,7 @@ func (s *Simulator) AddNodeWithLabels(ctx context.Context, name string, labels m
 				{Type: corev1.NodeInternalIP, Address: nodeIP(n.index)},
 				{Type: corev1.NodeHostName, Address: name},
 			},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.port)}},
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID:               name,
 				SystemUUID:              name,
@@ -95,11 +102,13 @@ func (s *Simulator) AddNodeWithLabels(ctx context.Context, name string, labels m
 	}
 	created, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
+		n.closeEndpoint()
 		s.forgetNode(name)
 		return nil, fmt.Errorf("kubelet simulator: registering node %s: %w", name, err)
 	}
 	n.lastReport = now
 	if err := n.renewLease(ctx, created.UID); err != nil {
+		n.closeEndpoint()
 		s.forgetNode(name)
 		return nil, err
 	}
@@ -130,6 +139,7 @@ func (n *Node) Lose() {
 	}
 	n.lost = true
 	n.mu.Unlock()
+	n.closeEndpoint()
 	n.sim.emit(Event{Kind: NodeLost, Time: n.sim.opts.Clock.Now(), Node: n.name})
 }
 
@@ -142,7 +152,11 @@ func (n *Node) Recover() {
 		return
 	}
 	n.lost = false
+	port := n.port
 	n.mu.Unlock()
+	if err := n.listen(port); err != nil {
+		utilruntime.HandleError(err)
+	}
 	n.sim.emit(Event{Kind: NodeRecovered, Time: n.sim.opts.Clock.Now(), Node: n.name})
 	select {
 	case n.wake <- struct{}{}:
@@ -174,6 +188,7 @@ func (n *Node) Remove(ctx context.Context) error {
 	}
 	n.removed = true
 	n.mu.Unlock()
+	n.closeEndpoint()
 	n.stopLoop()
 	n.sim.forgetNode(n.name)
 	n.sim.emit(Event{Kind: NodeRemoved, Time: n.sim.opts.Clock.Now(), Node: n.name})

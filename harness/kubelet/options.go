@@ -56,6 +56,10 @@ type Options struct {
 	// OnEvent, if set, is called for every state change the simulator
 	// makes, with the wall time it happened. It must not block.
 	OnEvent func(Event)
+
+	// Exec answers the commands run in running containers through
+	// pods/exec. Nil means every command exits 0 with no output.
+	Exec Exec
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TimeScale == 0 {
 		o.TimeScale = 1
+	}
+	if o.Exec == nil {
+		o.Exec = execSucceeds
 	}
 	if o.Capacity == nil {
 		o.Capacity = corev1.ResourceList{
@@ -113,6 +120,9 @@ const (
 	ContainerExited  EventKind = "ContainerExited"
 	ContainerBackOff EventKind = "ContainerBackOff"
 	PodDeleted       EventKind = "PodDeleted"
+	// ContainerExec is a command run through pods/exec; Exit holds its
+	// exit code.
+	ContainerExec EventKind = "ContainerExec"
 )
 
 // Event is one state change made by the simulator.
@@ -126,8 +136,10 @@ type Event struct {
 	Container string
 	// RestartCount of the container after a start.
 	RestartCount int32
-	// Exit is set for ContainerExited.
+	// Exit is set for ContainerExited and ContainerExec.
 	Exit ExitStatus
+	// Command is ContainerExec's command.
+	Command []string
 	// BackOff is the cluster-time delay before the next start, for
 	// ContainerBackOff.
 	BackOff time.Duration

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,6 +36,7 @@ type Simulator struct {
 	backoff   *flowcontrol.Backoff
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+	cert      tls.Certificate // the nodes' kubelet endpoints serve it
 
 	mu        sync.Mutex
 	nodeByKey map[string]*Node
@@ -61,6 +63,10 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Simulator, err
 	if cfg == nil {
 		return nil, errors.New("kubelet simulator: the rest.Config is nil; pass the connection of the simulator's user (cluster.Cluster.AddUser)")
 	}
+	serving, err := servingCert()
+	if err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
 	client, err := kubernetes.NewForConfig(cfg)
@@ -78,6 +84,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Simulator, err
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-simulator", Clock: opts.Clock}),
 		nodeByKey: map[string]*Node{},
 		pods:      map[string]*podState{},
+		cert:      serving,
 	}
 	// Only bound pods concern a kubelet.
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
@@ -139,6 +146,7 @@ func (s *Simulator) Stop() {
 	s.cancel()
 	s.mu.Lock()
 	for _, n := range s.nodeByKey {
+		n.closeEndpoint()
 		n.stopLoop()
 	}
 	s.mu.Unlock()
