@@ -30,6 +30,9 @@ type APIErrorsStep struct {
 
 func (APIErrorsStep) Fault() string { return "APIErrors" }
 
+// Armed: it acts on what the controller does after it.
+func (APIErrorsStep) Armed() {}
+
 func (s APIErrorsStep) Apply(_ context.Context, t Target) error {
 	switch s.Error {
 	case Conflict, TooManyRequests, InternalError, Timeout:

@@ -27,6 +27,9 @@ type CrashAfterWriteStep struct {
 
 func (CrashAfterWriteStep) Fault() string { return "CrashAfterWrite" }
 
+// Armed: it acts on what the controller does after it.
+func (CrashAfterWriteStep) Armed() {}
+
 func (s CrashAfterWriteStep) Apply(_ context.Context, t Target) error {
 	return t.CrashAfterWrites(WriteMatch{Verb: s.Verb, Resource: s.Resource}, max(1, s.Writes))
 }

@@ -6,4 +6,10 @@
 // cluster: a step that no longer applies when its turn comes (a node
 // already lost, no pod to kill) returns an error wrapping ErrNoOp, and the
 // harness records it as a no-op.
+//
+// Steps declare what they are by marker methods: a UserChange is the
+// user's change of the desired state, not a fault (the properties judge
+// the controller's answer to it); an Armed step waits for the
+// controller's coming writes or watch events, so plans place it before a
+// step that makes the controller act (ArmedBeforeAction).
 package faults

@@ -82,6 +82,8 @@ type Target interface {
 	CrashLoop(ctx context.Context, pod, container string, starts int, exitCode int32) error
 	// SetReady overrides a container's readiness.
 	SetReady(ctx context.Context, pod, container string, ready bool) error
+	// FailLiveness makes a container's liveness probe fail for window.
+	FailLiveness(ctx context.Context, pod, container string, window time.Duration) error
 	RestartController(ctx context.Context) error
 	// FailWrites answers the controller's API writes with err: the next
 	// requests of them, or, when requests is 0, all of them for window.
@@ -129,7 +131,7 @@ func Controller() []Fault {
 // Catalog is every fault kubeprop has, with default options: what a
 // scenario file may name.
 func Catalog() []Fault {
-	return append(Default(), ConflictingWriter(ConflictOptions{}))
+	return append(Default(), ConflictingWriter(ConflictOptions{}), LivenessFailure())
 }
 
 // Plan draws a whole plan up front: between 1 and maxSteps steps. Half of
@@ -139,8 +141,13 @@ func Catalog() []Fault {
 // ISSTA 2012). A plan of few faults has room for many steps of each and
 // lacks the faults that would mask a bug (a restart that clears a stale
 // memory). Of two or three faults, a subset mostly leaves out one that a
-// bug needs: every plan draws from all of them.
+// bug needs: every plan draws from all of them. Armed steps drawn after
+// the plan's last other step are moved before it (ArmedBeforeAction).
 func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
+	return rapid.Map(drawPlan(fs, c, maxSteps), ArmedBeforeAction)
+}
+
+func drawPlan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
 	gens := make([]*rapid.Generator[Step], len(fs))
 	for i, f := range fs {
 		gens[i] = f.Steps(c)
@@ -168,6 +175,44 @@ func Plan(fs []Fault, c Config, maxSteps int) *rapid.Generator[[]Step] {
 
 // swarmFaults is the fewest faults that plans draw swarms of.
 const swarmFaults = 4
+
+// Armed is implemented by the steps whose fault waits for what comes
+// after it: the controller's next writes (APIErrors, CrashAfterWrite) or
+// watch events (StaleWatch). A controller at rest writes nothing, and the
+// heal ends every fault: such a step acts only if a later step makes the
+// controller act.
+type Armed interface {
+	Step
+	Armed()
+}
+
+// IsArmed reports whether a step is Armed.
+func IsArmed(s Step) bool {
+	_, ok := s.(Armed)
+	return ok
+}
+
+// ArmedBeforeAction moves the armed steps that follow a plan's last other
+// step to just before it, in their order: drawn uniformly, about half of
+// the armed steps of a plan of two faults come after its last action and
+// are healed before anything happens (an APIErrors{Conflict} after the
+// last ScaleChange refuses nothing). A plan with no other step is
+// returned as it is; so is one whose last step is not armed.
+func ArmedBeforeAction(plan []Step) []Step {
+	last := -1
+	for i, s := range plan {
+		if !IsArmed(s) {
+			last = i
+		}
+	}
+	if last < 0 || last == len(plan)-1 {
+		return plan
+	}
+	out := make([]Step, 0, len(plan))
+	out = append(out, plan[:last]...)
+	out = append(out, plan[last+1:]...)
+	return append(out, plan[last])
+}
 
 // Format prints a step on one line: NodeLoss{Node: 1}.
 func Format(s Step) string {

@@ -46,7 +46,7 @@ func TestFormat(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	_, err := DecodeStep(map[string]any{"fault": "NodeExplode", "node": 1}, Catalog())
-	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashAfterWrite, CrashLoop, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange, StaleWatch`)
+	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashAfterWrite, CrashLoop, LivenessFailure, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange, StaleWatch`)
 	_, err = DecodeStep(map[string]any{"node": 1}, Catalog())
 	require.ErrorContains(t, err, "no fault name")
 	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "nodes": 1}, Catalog())
@@ -94,6 +94,10 @@ func (f *fakeTarget) CrashLoop(_ context.Context, pod, container string, starts 
 }
 func (f *fakeTarget) SetReady(_ context.Context, pod, container string, ready bool) error {
 	f.calls = append(f.calls, fmt.Sprintf("ready %s/%s %v", pod, container, ready))
+	return nil
+}
+func (f *fakeTarget) FailLiveness(_ context.Context, pod, container string, window time.Duration) error {
+	f.calls = append(f.calls, fmt.Sprintf("liveness %s/%s %v", pod, container, window))
 	return nil
 }
 func (f *fakeTarget) RestartController(context.Context) error {
@@ -146,6 +150,14 @@ func TestApplyNamesByIndex(t *testing.T) {
 	require.True(t, errors.Is(ScaleChangeStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(ConflictingWriterStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.True(t, errors.Is(APIErrorsStep{Error: Conflict}.Apply(ctx, &fakeTarget{}), ErrNoOp))
+	require.True(t, errors.Is(LivenessFailureStep{Pod: 1, ForMs: 500}.Apply(ctx, f), ErrNoOp), "no liveness probe")
+
+	// A liveness failure acts on the pod's first container with a probe.
+	probed := pod("c")
+	probed.Spec.Containers = append(probed.Spec.Containers, corev1.Container{Name: "db", LivenessProbe: &corev1.Probe{}})
+	g := &fakeTarget{pods: []corev1.Pod{probed}}
+	require.NoError(t, LivenessFailureStep{Pod: 4, ForMs: 2500}.Apply(ctx, g))
+	require.Equal(t, []string{"liveness c/db 2.5s"}, g.calls)
 	require.True(t, errors.Is(StaleWatchStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp))
 	require.ErrorContains(t, APIErrorsStep{Error: "Teapot", Requests: 1}.Apply(ctx, &fakeTarget{}), `unknown error "Teapot"`)
 }
@@ -269,4 +281,36 @@ func TestIntField(t *testing.T) {
 	require.False(t, ok, "past the list")
 	_, ok = intField(pod, "spec.replicas")
 	require.False(t, ok, "unset")
+}
+
+func TestArmedBeforeAction(t *testing.T) {
+	conflict := APIErrorsStep{Error: Conflict, Requests: 3}
+	crash := CrashAfterWriteStep{Writes: 1}
+	scale := ScaleChangeStep{Field: "spec.replicas", Value: 0}
+	loss := NodeLossStep{Node: 1}
+	for _, c := range []struct{ in, want []Step }{
+		{[]Step{scale, conflict}, []Step{conflict, scale}},
+		{[]Step{loss, scale, conflict, crash}, []Step{loss, conflict, crash, scale}},
+		{[]Step{conflict, scale}, []Step{conflict, scale}},
+		{[]Step{conflict, crash}, []Step{conflict, crash}},
+		{[]Step{scale, conflict, loss}, []Step{scale, conflict, loss}},
+	} {
+		require.Equal(t, FormatPlan(c.want), FormatPlan(ArmedBeforeAction(c.in)), "from %s", FormatPlan(c.in))
+	}
+
+	// Every drawn plan that has a step other than an armed one ends with
+	// such a step: no armed step is healed before anything happens.
+	fs := []Fault{APIErrors(), ScaleChange(ScaleOptions{})}
+	for seed := range 500 {
+		plan := Plan(fs, Config{Nodes: 3, Fixtures: 1}, 5).Example(seed)
+		actions := 0
+		for _, s := range plan {
+			if !IsArmed(s) {
+				actions++
+			}
+		}
+		if actions > 0 {
+			require.False(t, IsArmed(plan[len(plan)-1]), "seed %d: %s", seed, FormatPlan(plan))
+		}
+	}
 }

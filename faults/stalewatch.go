@@ -19,6 +19,9 @@ type StaleWatchStep struct {
 
 func (StaleWatchStep) Fault() string { return "StaleWatch" }
 
+// Armed: it acts on what the controller does after it.
+func (StaleWatchStep) Armed() {}
+
 func (s StaleWatchStep) Apply(_ context.Context, t Target) error {
 	if s.Drop {
 		return t.DropWatches()

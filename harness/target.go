@@ -132,10 +132,14 @@ func (c *caseRun) SetReady(ctx context.Context, pod, container string, ready boo
 	return noOpIfAbsent(c.env.Kubelets.SetReady(ctx, c.namespace, pod, container, ready))
 }
 
+func (c *caseRun) FailLiveness(ctx context.Context, pod, container string, window time.Duration) error {
+	return noOpIfAbsent(c.env.Kubelets.FailLiveness(ctx, c.namespace, pod, container, window))
+}
+
 // noOpIfAbsent turns the simulator's "not running here" errors into no-ops:
 // the step's container is not there to act on.
 func noOpIfAbsent(err error) error {
-	if errors.Is(err, kubelet.ErrNotRunning) || errors.Is(err, kubelet.ErrUnknown) {
+	if errors.Is(err, kubelet.ErrNotRunning) || errors.Is(err, kubelet.ErrUnknown) || errors.Is(err, kubelet.ErrNoProbe) {
 		return fmt.Errorf("%w: %v", faults.ErrNoOp, err)
 	}
 	return err

@@ -58,6 +58,7 @@ var faultMakers = map[string]func(opts []byte) (faults.Fault, error){
 	"ContainerKill":     withOptions(faults.ContainerKill),
 	"CrashLoop":         plain(faults.CrashLoop),
 	"ReadinessFlap":     plain(faults.ReadinessFlap),
+	"LivenessFailure":   plain(faults.LivenessFailure),
 	"ScaleChange":       withOptions(faults.ScaleChange),
 	"ChildDelete":       plain(faults.ChildDelete),
 	"ControllerRestart": plain(faults.ControllerRestart),

@@ -49,8 +49,12 @@ type containerState struct {
 	exit         ExitStatus
 	finishedAt   time.Time
 	last         *corev1.ContainerStateTerminated
-	// readinessDelay is the wall time from start to ready.
-	readinessDelay time.Duration
+	// probes are the container's probes; startedOK is when its startup
+	// probe succeeds, probeKillAt when a failing probe kills it (zero if
+	// none does).
+	probes      probes
+	startedOK   time.Time
+	probeKillAt time.Time
 	// A crash loop: the next crashStarts starts end with crashExit at
 	// crashAt (zero when the running instance is not to crash).
 	crashStarts int
@@ -66,7 +70,7 @@ func (c *containerState) id(podUID string) string {
 }
 
 func (c *containerState) ready(now time.Time) bool {
-	return c.phase == containerRunning && !c.unready && !now.Before(c.readyAt)
+	return c.phase == containerRunning && !c.unready && !c.probes.readinessFails && c.started(now) && !now.Before(c.readyAt)
 }
 
 // status renders the container's status as the kubelet reports it.
@@ -88,7 +92,7 @@ func (c *containerState) status(podUID string, now time.Time, clusterBackOff tim
 		s.ImageID = ""
 	case containerRunning:
 		s.ContainerID = c.id(podUID)
-		*s.Started = true
+		*s.Started = c.started(now)
 		s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
 	case containerBackOff:
 		s.ContainerID = c.id(podUID)

@@ -40,7 +40,7 @@ func (s *Simulator) KillContainer(ctx context.Context, namespace, pod, container
 // exit ends a running container and applies the restart policy. s.mu is
 // held.
 func (s *Simulator) exit(pod *corev1.Pod, st *podState, c *containerState, exit ExitStatus, now time.Time) {
-	c.finishedAt, c.exit, c.crashAt = now, exit, time.Time{}
+	c.finishedAt, c.exit, c.crashAt, c.probeKillAt = now, exit, time.Time{}, time.Time{}
 	s.emit(Event{Kind: ContainerExited, Time: now, Node: st.node.name, Namespace: pod.Namespace, Pod: pod.Name, Container: c.name,
 		RestartCount: c.restartCount, Exit: exit})
 	s.restartOrStop(pod, st, c, now)

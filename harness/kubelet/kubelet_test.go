@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -227,4 +229,66 @@ func TestForgetPodDropsItsBackOff(t *testing.T) {
 	l.sim.forgetPod("ns/p")
 	require.Empty(t, l.sim.pods)
 	require.Zero(t, l.sim.backoff.Get(key), "the back-off entry of a gone pod is kept")
+}
+
+// TestProbes: a startup probe holds readiness until it succeeds; a
+// liveness probe that fails failureThreshold times in a row (periodSeconds
+// apart) gets the container killed and restarted, one that recovers
+// sooner does not; a probe with no handler the kubelet knows fails.
+func TestProbes(t *testing.T) {
+	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clock, TimeScale: 1}.withDefaults()
+	sim := &Simulator{opts: opts, backoff: newCrashLoopBackOff(opts)}
+	pods := 0
+	start := func(c corev1.Container) (*corev1.Pod, *podState, *containerState) {
+		pods++ // a pod of its own: no back-off carried over
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: types.UID("uid-" + strconv.Itoa(pods))},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{c}}}
+		st := sim.newPodState(pod, &Node{name: "n"}, clock.Now())
+		clock.Step(opts.ContainerStartDelay)
+		sim.advance(pod, st, clock.Now())
+		require.Equal(t, containerRunning, st.containers[0].phase)
+		return pod, st, st.containers[0]
+	}
+	step := func(pod *corev1.Pod, st *podState, d time.Duration) {
+		clock.Step(d)
+		sim.advance(pod, st, clock.Now())
+	}
+
+	pod, st, c := start(corev1.Container{Name: "app",
+		StartupProbe:   &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 20, PeriodSeconds: 10, FailureThreshold: 3},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 5},
+		LivenessProbe:  &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 10, FailureThreshold: 3}})
+	step(pod, st, 10*time.Second)
+	require.False(t, c.started(clock.Now()), "before the startup probe succeeds")
+	require.False(t, c.ready(clock.Now()), "readiness waits for the startup probe")
+	require.False(t, *c.status("uid-1", clock.Now(), 0, "p").Started)
+	step(pod, st, 10*time.Second)
+	require.True(t, c.ready(clock.Now()))
+	require.True(t, *c.status("uid-1", clock.Now(), 0, "p").Started)
+
+	// A hang shorter than three failed probes: nothing happens.
+	require.NoError(t, sim.failLiveness(c, clock.Now(), 25*time.Second))
+	step(pod, st, time.Minute)
+	require.Equal(t, containerRunning, c.phase)
+	require.Zero(t, c.restartCount)
+	// A longer one: killed after 30 s, restarted (at once: its first crash).
+	require.NoError(t, sim.failLiveness(c, clock.Now(), 40*time.Second))
+	step(pod, st, 29*time.Second)
+	require.Zero(t, c.restartCount, "not before the third failed probe")
+	step(pod, st, time.Second)
+	require.Equal(t, int32(1), c.restartCount)
+	require.Equal(t, int32(137), c.last.ExitCode)
+	require.False(t, c.started(clock.Now()), "the new instance waits for its startup probe")
+
+	_, _, plain := start(corev1.Container{Name: "app"})
+	require.ErrorIs(t, sim.failLiveness(plain, clock.Now(), time.Minute), ErrNoProbe)
+
+	// No handler: the liveness probe fails from the start.
+	pod, st, c = start(corev1.Container{Name: "app", LivenessProbe: &corev1.Probe{PeriodSeconds: 10, FailureThreshold: 3}})
+	step(pod, st, 30*time.Second)
+	require.Equal(t, int32(1), c.restartCount)
+	_, _, c = start(corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{}})
+	require.False(t, c.ready(clock.Now().Add(time.Hour)), "a readiness probe with no handler never succeeds")
 }

@@ -80,16 +80,12 @@ func (s *Simulator) newPodState(pod *corev1.Pod, node *Node, now time.Time) *pod
 	node.podSeq++
 	node.mu.Unlock()
 	for _, c := range pod.Spec.Containers {
-		var delay time.Duration
-		if c.ReadinessProbe != nil {
-			delay = s.opts.wall(time.Duration(c.ReadinessProbe.InitialDelaySeconds) * time.Second)
-		}
 		st.containers = append(st.containers, &containerState{
-			name:           c.Name,
-			image:          c.Image,
-			phase:          containerCreating,
-			startAt:        now.Add(s.opts.wall(s.opts.ContainerStartDelay)),
-			readinessDelay: delay,
+			name:    c.Name,
+			image:   c.Image,
+			phase:   containerCreating,
+			startAt: now.Add(s.opts.wall(s.opts.ContainerStartDelay)),
+			probes:  probesOf(&c, s.opts.wall),
 		})
 		s.inheritCrashLoop(pod, st.containers[len(st.containers)-1])
 	}
@@ -128,13 +124,22 @@ func (s *Simulator) advance(pod *corev1.Pod, st *podState, now time.Time) time.T
 		if c.phase == containerRunning && !c.crashAt.IsZero() && !now.Before(c.crashAt) {
 			s.exit(pod, st, c, c.crashExit, now)
 		}
+		// A failing startup or liveness probe: the kubelet kills the
+		// container (SIGKILL once its grace is out: 137).
+		if c.phase == containerRunning && !c.probeKillAt.IsZero() && !now.Before(c.probeKillAt) {
+			s.exit(pod, st, c, Killed, now)
+		}
 		switch c.phase {
 		case containerCreating, containerBackOff:
 			later(c.startAt)
 		case containerRunning:
 			later(c.readyAt)
+			later(c.startedOK)
 			if !c.crashAt.IsZero() {
 				later(c.crashAt)
+			}
+			if !c.probeKillAt.IsZero() {
+				later(c.probeKillAt)
 			}
 		}
 	}
@@ -144,7 +149,7 @@ func (s *Simulator) advance(pod *corev1.Pod, st *podState, now time.Time) time.T
 func (s *Simulator) startContainer(pod *corev1.Pod, st *podState, c *containerState, now time.Time) {
 	c.phase = containerRunning
 	c.startedAt = now
-	c.readyAt = now.Add(c.readinessDelay)
+	s.startProbes(c, now)
 	c.crashAt = time.Time{}
 	if c.crashStarts > 0 {
 		c.crashStarts--
