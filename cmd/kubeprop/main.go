@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,9 +35,9 @@ const usage = `kubeprop tests a Kubernetes controller binary against a real cont
 plane under randomized faults, and shrinks what breaks it to a minimal plan.
 
 Usage:
-  kubeprop run [flags] SPEC.yaml        search fault plans for a property failure
-  kubeprop replay [flags] SCENARIO.yaml  run a saved scenario again
-  kubeprop help [run|replay]            show help
+  kubeprop run [flags] SPEC.yaml            search fault plans for a property failure
+  kubeprop replay [flags] SCENARIO.yaml...  run saved scenarios again
+  kubeprop help [run|replay]                show help
 
 A spec file names the controller binary, its CRDs, the fixtures (YAML
 manifests), the faults with their options, and invariants as CEL
@@ -66,7 +67,10 @@ namespace is in $KUBEPROP_NAMESPACE. Progress goes to stderr, the verdict
 to stdout.
 
 Exit codes: 0 every property held, 1 a property failed, 2 bad input or a
-harness failure.
+harness failure; of several scenarios, the worst. --junit FILE writes a
+JUnit XML report (run: one test case for the spec; replay: one per
+scenario) with the property, the message, the shrunk plan, the seed, the
+scenario and the replay command of each failure.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -95,15 +99,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
-	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay.\n", stderr)
+	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay. It ends with a summary line: plans run,\nfailing cases, time, seed.\n", stderr)
 	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
 	seed := fs.Uint64("seed", 0, "the search's seed, to repeat it (0: random)")
 	parallel := fs.Int("parallel", 0, fmt.Sprintf("cases run at once, 1 to %d (0: the default, %d)", harness.MaxParallel, harness.DefaultParallel()))
 	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
+	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case for the spec")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := parse(fs, args, 1, stderr); !ok {
 		return code
+	}
+	junit, err := newJUnit(*junitPath, "kubeprop.run")
+	if err != nil {
+		return badInput(stderr, err)
 	}
 	l, err := loadSpec(fs.Arg(0))
 	if err != nil {
@@ -116,13 +125,31 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if n == 0 {
 		n = 20
 	}
-	cases := atomic.Int64{}
+	if *seed == 0 {
+		*seed = rand.Uint64() // drawn here, so that the summary names it
+	}
+	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
+	var cases, failing atomic.Int64
 	started := time.Now()
+	summary := func() {
+		fmt.Fprintf(stdout, "%d plans, %d failures, %s, seed %d\n", cases.Load(), failing.Load(), time.Since(started).Round(time.Second), *seed)
+	}
+	// harnessError ends the run on a harness failure: exit 2, and an
+	// error in the JUnit report.
+	harnessError := func(err error) int {
+		junit.add(junitCase{Name: name, Error: &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}}, time.Since(started))
+		if werr := junit.write(); werr != nil {
+			fmt.Fprintf(stderr, "kubeprop: %v\n", werr)
+		}
+		summary()
+		return badInput(stderr, err)
+	}
 	opts := harness.SearchOptions{Checks: n, Seed: *seed, ShrinkTime: *shrink, Parallel: *parallel}
 	opts.OnCase = func(rep *harness.Report) {
 		verdict := "pass"
 		if rep.Failed() {
 			verdict = "FAIL " + rep.Failures[0].Message
+			failing.Add(1)
 		}
 		fmt.Fprintf(stderr, "kubeprop: case %d (%s): %s %s\n", cases.Add(1), time.Since(started).Round(time.Second), faults.FormatPlan(rep.Plan), verdict)
 		if *verbose {
@@ -131,89 +158,171 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	env, stop, err := startEnv(l, stderr)
 	if err != nil {
-		return badInput(stderr, err)
+		return harnessError(err)
 	}
 	defer stop()
-	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
 	if *out == "" {
 		*out = filepath.Dir(fs.Arg(0))
 	}
 	opts.Dir = filepath.Join(*out, harness.ScenarioDir, name)
-	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s\n", n, l.path)
+	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s, seed %d\n", n, l.path, *seed)
 	f, err := harness.Find(env, l.spec, name, opts)
 	if err != nil {
-		return badInput(stderr, err)
+		return harnessError(err)
 	}
 	if f == nil {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
+		junit.add(junitCase{Name: name}, time.Since(started))
+		if err := junit.write(); err != nil {
+			return badInput(stderr, err)
+		}
+		summary()
 		return exitPass
 	}
 	if err := pointAtSpec(f.Scenario, l.path, f.Scenario); err != nil {
+		return harnessError(err)
+	}
+	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
+		f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
+		f.Scenario, f.Page, f.Scenario)
+	fmt.Fprintf(stdout, "FAIL %s: %s", name, detail)
+	junit.add(junitCase{Name: name, Failure: &junitProblem{Message: f.Message, Type: f.Property, Text: "property " + f.Property + ": " + detail}}, time.Since(started))
+	if err := junit.write(); err != nil {
 		return badInput(stderr, err)
 	}
-	fmt.Fprintf(stdout, "FAIL %s: %s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
-		name, f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
-		f.Scenario, f.Page, f.Scenario)
+	summary()
 	return exitFailed
 }
 
 func replayCommand(args []string, stdout, stderr io.Writer) int {
-	fs := commandFlags("kubeprop replay", "Usage: kubeprop replay [flags] SCENARIO.yaml\n\nRuns the plan of a saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict.\n", stderr)
-	specPath := fs.String("spec", "", "the spec file (default: the one the scenario names)")
-	verbose := fs.Bool("v", false, "print the case's timeline to stderr")
-	if code, ok := parse(fs, args, stderr); !ok {
+	fs := commandFlags("kubeprop replay", "Usage: kubeprop replay [flags] SCENARIO.yaml...\n\nRuns the plan of each saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict. The exit code\nis the worst of all: 2 if any could not be replayed, 1 if any failed.\n", stderr)
+	specPath := fs.String("spec", "", "the spec file (default: the one each scenario names)")
+	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case per scenario")
+	verbose := fs.Bool("v", false, "print each case's timeline to stderr")
+	if code, ok := parse(fs, args, -1, stderr); !ok {
 		return code
 	}
-	path := fs.Arg(0)
+	junit, err := newJUnit(*junitPath, "kubeprop.replay")
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	started := time.Now()
+	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose}
+	defer r.stop()
+	code, failing := exitPass, 0
+	for _, path := range fs.Args() {
+		began := time.Now()
+		c, text, err := r.replay(path)
+		tc := junitCase{Name: path}
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "kubeprop: %s: %v\n", path, err)
+			tc.Error = &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}
+		case c == exitFailed:
+			tc.Failure = &junitProblem{Message: strings.SplitN(text, "\n", 2)[0], Type: "property", Text: text}
+		}
+		if c != exitPass {
+			failing++
+		}
+		junit.add(tc, time.Since(began))
+		code = max(code, c)
+	}
+	if err := junit.write(); err != nil {
+		fmt.Fprintf(stderr, "kubeprop: %v\n", err)
+		code = exitBadInput
+	}
+	fmt.Fprintf(stdout, "%d scenarios, %d failures, %s\n", fs.NArg(), failing, time.Since(started).Round(time.Second))
+	return code
+}
+
+// replayer replays scenarios one after another, on one hollow cluster
+// while they share a spec file.
+type replayer struct {
+	stdout, stderr io.Writer
+	specPath       string
+	verbose        bool
+
+	spec    *loadedSpec
+	env     *harness.Env
+	stopEnv func()
+}
+
+func (r *replayer) stop() {
+	if r.stopEnv != nil {
+		r.stopEnv()
+		r.stopEnv = nil
+	}
+}
+
+// replay runs one scenario and returns its exit code and what it
+// printed; the error is bad input or the harness's failure.
+func (r *replayer) replay(path string) (int, string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return badInput(stderr, fmt.Errorf("reading scenario: %w", err))
+		return exitBadInput, "", fmt.Errorf("reading scenario: %w", err)
 	}
 	var s harness.Scenario
 	if err := yaml.Unmarshal(b, &s); err != nil {
-		return badInput(stderr, fmt.Errorf("scenario %s is malformed: %w", path, err))
+		return exitBadInput, "", fmt.Errorf("scenario %s is malformed: %w", path, err)
 	}
-	if *specPath == "" {
+	specPath := r.specPath
+	if specPath == "" {
 		if s.Spec == "" {
-			return badInput(stderr, fmt.Errorf("scenario %s names no spec file (it was written by go test: replay it with the go test command in its first line), or give -spec", path))
+			return exitBadInput, "", fmt.Errorf("scenario %s names no spec file (it was written by go test: replay it with the go test command in its first line), or give -spec", path)
 		}
-		*specPath = filepath.Join(filepath.Dir(path), s.Spec)
+		specPath = filepath.Join(filepath.Dir(path), s.Spec)
 	}
-	l, err := loadSpec(*specPath)
+	if r.spec == nil || !samePath(r.spec.path, specPath) {
+		l, err := loadSpec(specPath)
+		if err != nil {
+			return exitBadInput, "", err
+		}
+		r.stop()
+		r.spec = l
+	}
+	s, plan, err := harness.ReadScenario(path, r.spec.spec)
 	if err != nil {
-		return badInput(stderr, err)
+		return exitBadInput, "", err
 	}
-	s, plan, err := harness.ReadScenario(path, l.spec)
+	if r.env == nil || r.stopEnv == nil {
+		if r.env, r.stopEnv, err = startEnv(r.spec, r.stderr); err != nil {
+			return exitBadInput, "", err
+		}
+	}
+	fmt.Fprintf(r.stderr, "kubeprop: replaying %s: %s\n", path, faults.FormatPlan(plan))
+	rep, err := harness.Run(context.Background(), r.env, r.spec.spec, plan)
 	if err != nil {
-		return badInput(stderr, err)
+		return exitBadInput, "", err
 	}
-	env, stop, err := startEnv(l, stderr)
-	if err != nil {
-		return badInput(stderr, err)
+	if r.verbose {
+		fmt.Fprintf(r.stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
 	}
-	defer stop()
-	fmt.Fprintf(stderr, "kubeprop: replaying %s\n", faults.FormatPlan(plan))
-	rep, err := harness.Run(context.Background(), env, l.spec, plan)
-	if err != nil {
-		return badInput(stderr, err)
-	}
-	if *verbose {
-		fmt.Fprintf(stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
-	}
+	var out strings.Builder
+	code := exitPass
 	if !rep.Failed() {
-		fmt.Fprintf(stdout, "PASS every property held\n")
+		fmt.Fprintf(&out, "PASS every property held\n")
 		if s.Expect.Outcome == harness.OutcomeFail {
-			fmt.Fprintf(stdout, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
+			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
 		}
-		return exitPass
+	} else {
+		code = exitFailed
+		for _, f := range rep.Failures {
+			fmt.Fprintf(&out, "FAIL %s\n", f.Message)
+		}
+		if s.Expect.Outcome == harness.OutcomeFail && rep.Failures[0].Property == s.Expect.Property {
+			fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
+		}
+		fmt.Fprintf(&out, "  scenario: %s\n  replay:   kubeprop replay %s\n", path, path)
 	}
-	for _, f := range rep.Failures {
-		fmt.Fprintf(stdout, "FAIL %s\n", f.Message)
-	}
-	if s.Expect.Outcome == harness.OutcomeFail && rep.Failures[0].Property == s.Expect.Property {
-		fmt.Fprintf(stdout, "  reproduced, as the scenario expects\n")
-	}
-	return exitFailed
+	fmt.Fprint(r.stdout, out.String())
+	return code, out.String(), nil
+}
+
+// samePath reports whether two paths name the same file.
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	bb, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && aa == bb
 }
 
 // commandFlags is a command's flag set: errors and help go to stderr.
@@ -227,15 +336,21 @@ func commandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses a command's flags and its one file argument.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+// parse parses a command's flags and its file arguments: files of them,
+// or, when files is -1, one or more.
+func parse(fs *flag.FlagSet, args []string, files int, stderr io.Writer) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitPass, false
 		}
 		return exitBadInput, false
 	}
-	if fs.NArg() != 1 {
+	switch {
+	case files == -1 && fs.NArg() == 0:
+		fmt.Fprintf(stderr, "%s: give one file or more\n", fs.Name())
+		fs.Usage()
+		return exitBadInput, false
+	case files >= 0 && fs.NArg() != files:
 		fmt.Fprintf(stderr, "%s: give one file, got %d arguments\n", fs.Name(), fs.NArg())
 		fs.Usage()
 		return exitBadInput, false

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,7 +83,18 @@ func TestBadSpecs(t *testing.T) {
 		})
 	}
 
-	code, _, stderr := kubeprop(t, "run", "no-such-spec.yaml")
+	for _, args := range [][]string{{"run", "--junit", "/no/such/folder/report.xml", writeSpec(t, "", "")},
+		{"replay", "--junit", "/no/such/folder/report.xml", "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml"}} {
+		code, _, stderr := kubeprop(t, args...)
+		require.Equal(t, exitBadInput, code)
+		require.Contains(t, stderr, "--junit /no/such/folder/report.xml: the folder /no/such/folder does not exist; create it or give another path")
+		require.NotContains(t, stderr, "starting the hollow cluster", "bad input is found before the cluster starts")
+	}
+	code, _, stderr := kubeprop(t, "replay")
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "kubeprop replay: give one file or more")
+
+	code, _, stderr = kubeprop(t, "run", "no-such-spec.yaml")
 	require.Equal(t, exitBadInput, code)
 	require.Contains(t, stderr, "reading the spec: open no-such-spec.yaml: no such file or directory")
 	code, _, stderr = kubeprop(t, "explode")
@@ -116,24 +128,65 @@ func TestBadBinaries(t *testing.T) {
 // and its scenario replays with the same failure.
 func TestRunAndReplay(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, _ := kubeprop(t, "run", "-checks", "3", "-out", out, "../../testdata/podset/spec.yaml")
+	code, stdout, _ := kubeprop(t, "run", "-checks", "3", "-seed", "7", "-out", out, "../../testdata/podset/spec.yaml")
 	require.Equal(t, exitPass, code)
 	require.Contains(t, stdout, "PASS spec: every property held on 3 plans")
+	require.Regexp(t, `(?m)^3 plans, 0 failures, \d+m?\d*s, seed 7\n$`, stdout, "the summary line ends the output")
 
-	code, stdout, _ = kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "../../testdata/podset/nobackoff.yaml")
+	report := filepath.Join(out, "run.xml")
+	code, stdout, _ = kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "--junit", report, "../../testdata/podset/nobackoff.yaml")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, stdout, "FAIL nobackoff: bounded-backoff: ")
+	require.Regexp(t, `(?m)^\d+ plans, [1-9]\d* failures, .*, seed \d+\n$`, stdout)
 	scenarios, err := filepath.Glob(filepath.Join(out, "testdata/kubeprop/nobackoff/bounded-backoff-*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, scenarios, 1)
-
-	// The new scenario, and the one the README replays.
-	for _, s := range append(scenarios, "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml") {
-		code, stdout, _ = kubeprop(t, "replay", s)
-		require.Equal(t, exitFailed, code)
-		require.Contains(t, stdout, "FAIL bounded-backoff: ")
-		require.Contains(t, stdout, "reproduced, as the scenario expects")
+	suites := readJUnit(t, report)
+	require.Len(t, suites.Suites, 1)
+	suite := suites.Suites[0]
+	require.Equal(t, 1, suite.Tests)
+	require.Equal(t, 1, suite.Failures)
+	failure := suite.Cases[0].Failure
+	require.NotNil(t, failure)
+	require.Equal(t, "nobackoff", suite.Cases[0].Name)
+	require.Equal(t, "bounded-backoff", failure.Type)
+	require.Contains(t, failure.Message, "bounded-backoff: ")
+	for _, want := range []string{"property bounded-backoff: ", "shrunk plan (", ", seed ", "scenario: " + scenarios[0], "replay:   kubeprop replay " + scenarios[0]} {
+		require.Contains(t, failure.Text, want)
 	}
+
+	// The new scenario and the one the README replays, in one run; then a
+	// failing one beside a broken one: the exit code is the worst.
+	readme := "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml"
+	report = filepath.Join(out, "replay.xml")
+	code, stdout, _ = kubeprop(t, "replay", "--junit", report, scenarios[0], readme)
+	require.Equal(t, exitFailed, code)
+	require.Equal(t, 2, strings.Count(stdout, "FAIL bounded-backoff: "))
+	require.Equal(t, 2, strings.Count(stdout, "reproduced, as the scenario expects"))
+	require.Regexp(t, `(?m)^2 scenarios, 2 failures, .*\n$`, stdout)
+	suites = readJUnit(t, report)
+	require.Equal(t, 2, suites.Suites[0].Failures)
+	require.Equal(t, readme, suites.Suites[0].Cases[1].Name)
+	require.Contains(t, suites.Suites[0].Cases[1].Failure.Text, "replay:   kubeprop replay "+readme)
+
+	broken := filepath.Join(out, "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("version: 1\nexpect: {outcome: pass}\nplan: [{fault: NodeExplode}]\n"), 0o644))
+	code, stdout, _ = kubeprop(t, "replay", "--junit", report, "-spec", "../../testdata/podset/nobackoff.yaml", readme, broken)
+	require.Equal(t, exitBadInput, code)
+	require.Regexp(t, `(?m)^2 scenarios, 2 failures, .*\n$`, stdout)
+	suites = readJUnit(t, report)
+	require.Equal(t, 1, suites.Suites[0].Failures)
+	require.Equal(t, 1, suites.Suites[0].Errors)
+	require.Contains(t, suites.Suites[0].Cases[1].Error.Message, `unknown fault "NodeExplode"`)
+}
+
+func readJUnit(t *testing.T, path string) junitSuites {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var suites junitSuites
+	require.NoError(t, xml.Unmarshal(b, &suites))
+	return suites
 }
 
 // TestRayOperator replays the two findings on KubeRay's ray-operator
