@@ -2,23 +2,9 @@
 # module proxy into bin/k8s/$(K8S_VERSION)/ (once; later runs skip what exists).
 
 K8S_VERSION  := v1.37.2
-ETCD_VERSION := v3.6.16
 BIN          := bin/k8s/$(K8S_VERSION)
 GO           ?= go
 TEST_FLAGS   ?= -race -count=1 -timeout 80m
-
-# Kubernetes reads its version from these variables; an unset version makes
-# kube-apiserver report v0.0.0 and fail its compatibility-version checks.
-K8S_LDFLAGS := -s -w \
-	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
-	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
-	-X k8s.io/component-base/version.gitTreeState=clean \
-	-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
-	-X k8s.io/client-go/pkg/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
-	-X k8s.io/client-go/pkg/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%)))
-
-KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler
 
 # KubeRay's ray-operator: a real third-party operator that the tests run as
 # a binary (harness.Process, cmd/kubeprop). Built from the module proxy in
@@ -26,21 +12,16 @@ KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler
 KUBERAY_VERSION := v1.5.0
 KUBERAY         := bin/kuberay/$(KUBERAY_VERSION)
 
-.PHONY: all bins kuberay podset-controller test bench demo soak clean-bins
+.PHONY: all bins k8s-bins kuberay podset-controller test bench demo soak clean-bins
 
 all: bins
 
-bins: $(addprefix $(BIN)/,$(KUBE_BINS)) $(BIN)/etcd $(KUBERAY)/ray-operator podset-controller
+bins: k8s-bins $(KUBERAY)/ray-operator podset-controller
 
-$(addprefix $(BIN)/,$(KUBE_BINS)): $(BIN)/%: hack/k8sbins/go.mod
-	@mkdir -p $(BIN)
-	@echo "building $* $(K8S_VERSION) (first time: several minutes)"
-	cd hack/k8sbins && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/$*
-
-$(BIN)/etcd: hack/k8sbins/etcd/go.mod hack/k8sbins/etcd/main.go
-	@mkdir -p $(BIN)
-	@echo "building etcd $(ETCD_VERSION)"
-	cd hack/k8sbins/etcd && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ .
+# The cluster binaries, by the builder of `kubeprop bins` (internal/bins,
+# which embeds hack/k8sbins's build modules): it skips those already built.
+k8s-bins:
+	$(GO) run ./cmd/kubeprop bins --dir $(BIN)
 
 kuberay: $(KUBERAY)/ray-operator
 

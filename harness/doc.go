@@ -16,7 +16,8 @@
 //		os.Exit(code)
 //	}
 //
-// The cluster binaries come from `make bins`; see package cluster.
+// The cluster binaries come from `kubeprop bins` (or `make bins` in the
+// kubeprop checkout); see package cluster.
 //
 // # Cases side by side
 //

@@ -22,6 +22,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/harness/cluster"
+	"github.com/kubeprop/kubeprop/internal/bins"
 )
 
 // Exit codes.
@@ -37,7 +39,8 @@ plane under randomized faults, and shrinks what breaks it to a minimal plan.
 Usage:
   kubeprop run [flags] SPEC.yaml            search fault plans for a property failure
   kubeprop replay [flags] SCENARIO.yaml...  run saved scenarios again
-  kubeprop help [run|replay]                show help
+  kubeprop bins [--dir DIR] [--print-path]  build the cluster binaries
+  kubeprop help [run|replay|bins]           show help
 
 A spec file names the controller binary, its CRDs, the fixtures (YAML
 manifests), the faults with their options, and invariants as CEL
@@ -86,14 +89,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCommand(args[1:], stdout, stderr)
 	case "replay":
 		return replayCommand(args[1:], stdout, stderr)
+	case "bins":
+		return binsCommand(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && (args[1] == "run" || args[1] == "replay") {
+		if len(args) > 1 && (args[1] == "run" || args[1] == "replay" || args[1] == "bins") {
 			return run([]string{args[1], "-h"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return exitPass
 	default:
-		fmt.Fprintf(stderr, "kubeprop: unknown command %q; the commands are run, replay and help\n", args[0])
+		fmt.Fprintf(stderr, "kubeprop: unknown command %q; the commands are run, replay, bins and help\n", args[0])
 		return exitBadInput
 	}
 }
@@ -192,6 +197,53 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	summary()
 	return exitFailed
+}
+
+func binsCommand(args []string, stdout, stderr io.Writer) int {
+	fs := commandFlags("kubeprop bins", "Usage: kubeprop bins [flags]\n\nBuilds the hollow cluster's binaries (etcd "+"v"+cluster.EtcdVersion+", kube-apiserver,\nkube-controller-manager and kube-scheduler "+cluster.KubernetesVersion+") from the Go module proxy\nwith the Go toolchain, into the folder where the harness looks for them\nlast, skipping those already there. The first build takes about 9 minutes.\n", stderr)
+	dir := fs.String("dir", "", "the folder to build into (default: "+defaultAssetsDir()+")")
+	printPath := fs.Bool("print-path", false, "print only the folder, for scripts (progress still goes to stderr)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass
+		}
+		return exitBadInput
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "kubeprop bins: takes no arguments, got %q\n", fs.Args())
+		return exitBadInput
+	}
+	got, err := bins.Build(context.Background(), bins.Options{Dir: *dir, Log: prefixed{stderr, "kubeprop bins: "}})
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	if *printPath {
+		fmt.Fprintln(stdout, got)
+	} else {
+		fmt.Fprintf(stdout, "the cluster binaries are in %s\n", got)
+	}
+	return exitPass
+}
+
+func defaultAssetsDir() string {
+	d, err := cluster.DefaultAssetsDir()
+	if err != nil {
+		return "the user's cache folder"
+	}
+	return d
+}
+
+// prefixed writes each write to w after a prefix.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(p.w, "%s%s", p.prefix, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func replayCommand(args []string, stdout, stderr io.Writer) int {

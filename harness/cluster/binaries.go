@@ -36,9 +36,22 @@ const (
 // binary cannot be found.
 var ErrBinariesMissing = errors.New("cluster binaries missing")
 
+// DefaultAssetsDir is where `kubeprop bins` builds the cluster binaries
+// unless told otherwise, and the last place the harness looks for them:
+// kubeprop/k8s/<KubernetesVersion> in the user's cache folder
+// (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux).
+func DefaultAssetsDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user's cache folder for the cluster binaries: %w; set KUBEPROP_ASSETS", err)
+	}
+	return filepath.Join(cache, "kubeprop", "k8s", KubernetesVersion), nil
+}
+
 // findAssets returns the folder that holds the cluster binaries: dir if set,
 // else $KUBEPROP_ASSETS, else $KUBEBUILDER_ASSETS, else the first
-// bin/k8s/<KubernetesVersion> found walking up from the working directory.
+// bin/k8s/<KubernetesVersion> found walking up from the working directory,
+// else DefaultAssetsDir if it exists.
 func findAssets(dir string) (string, error) {
 	for _, d := range []string{dir, os.Getenv(envAssets), os.Getenv(envKubebuilderAssts)} {
 		if d != "" {
@@ -59,8 +72,15 @@ func findAssets(dir string) (string, error) {
 			break
 		}
 	}
-	return "", fmt.Errorf("%w: no %s found in %s or any folder above it, and neither %s nor %s is set; run `make bins` in the kubeprop checkout (about 7 minutes the first time), or set %s to a folder with %s",
-		ErrBinariesMissing, rel, wd, envAssets, envKubebuilderAssts, envAssets, strings.Join(allBinaries, ", "))
+	cache, err := DefaultAssetsDir()
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(cache); err == nil && st.IsDir() {
+		return cache, checkAssets(cache)
+	}
+	return "", fmt.Errorf("%w: not in %s, no %s in %s or any folder above it, and neither %s nor %s is set; run `go run github.com/kubeprop/kubeprop/cmd/kubeprop bins` (it builds them into %s, about 9 minutes the first time; `make bins` in the kubeprop checkout), or set %s to a folder with %s",
+		ErrBinariesMissing, cache, rel, wd, envAssets, envKubebuilderAssts, cache, envAssets, strings.Join(allBinaries, ", "))
 }
 
 // checkAssets reports every binary missing from dir in one error.
@@ -73,7 +93,7 @@ func checkAssets(dir string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s not found (or not executable) in %s; run `make bins` to build them, or point %s at a folder that has them",
+		return fmt.Errorf("%w: %s not found (or not executable) in %s; run `kubeprop bins --dir %[3]s` (or `make bins` in the kubeprop checkout) to build them, or point %[4]s at a folder that has them",
 			ErrBinariesMissing, strings.Join(missing, ", "), dir, envAssets)
 	}
 	return nil

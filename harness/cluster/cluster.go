@@ -170,7 +170,11 @@ func (c *Cluster) startControlPlane() error {
 		return fmt.Errorf("writing the audit policy: %w", err)
 	}
 
+	// The binaries' paths are given, not left to envtest, which would take
+	// $KUBEBUILDER_ASSETS over them, set or empty (then it runs whatever
+	// etcd is on PATH).
 	apiServer := &envtest.APIServer{
+		Path:         filepath.Join(c.assets, binAPIServer),
 		CertDir:      filepath.Join(c.dir, "apiserver"),
 		Out:          apiLog,
 		Err:          apiLog,
@@ -198,6 +202,7 @@ func (c *Cluster) startControlPlane() error {
 	c.env = &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
 			Etcd: &envtest.Etcd{
+				Path:         filepath.Join(c.assets, binEtcd),
 				DataDir:      filepath.Join(c.dir, "etcd"),
 				Out:          etcdLog,
 				Err:          etcdLog,

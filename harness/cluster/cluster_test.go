@@ -212,11 +212,27 @@ func TestBinariesMissing(t *testing.T) {
 
 	t.Setenv(envAssets, "")
 	t.Setenv(envKubebuilderAssts, "")
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Chdir(t.TempDir())
 	_, err = Start(context.Background(), Options{})
 	require.ErrorIs(t, err, ErrBinariesMissing)
 	require.ErrorContains(t, err, "make bins")
+	require.ErrorContains(t, err, "go run github.com/kubeprop/kubeprop/cmd/kubeprop bins")
 	require.ErrorContains(t, err, filepath.Join("bin", "k8s", KubernetesVersion))
+	require.ErrorContains(t, err, filepath.Join(cache, "kubeprop", "k8s", KubernetesVersion))
+
+	// Last of all, the harness looks where kubeprop bins builds them.
+	dir, err := DefaultAssetsDir()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(cache, "kubeprop", "k8s", KubernetesVersion), dir)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, b := range allBinaries {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\n"), 0o755))
+	}
+	found, err := findAssets("")
+	require.NoError(t, err)
+	require.Equal(t, dir, found)
 }
 
 // fakeAssets makes a folder with the real binaries, except those given as

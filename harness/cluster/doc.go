@@ -4,9 +4,10 @@
 // identity of its own so that the API server's audit log attributes every
 // request.
 //
-// The binaries come from `make bins` (bin/k8s/<version>/, found by walking up
-// from the working directory), or from the folder named by KUBEPROP_ASSETS or
-// KUBEBUILDER_ASSETS.
+// The binaries come from the folder named by KUBEPROP_ASSETS or
+// KUBEBUILDER_ASSETS, else from `make bins` (bin/k8s/<version>/, found by
+// walking up from the working directory), else from DefaultAssetsDir, the
+// user cache that `kubeprop bins` fills.
 //
 // No process outlives the cluster: Stop ends them all, and a watchdog process
 // kills whatever is left when the test binary dies without calling Stop (a
