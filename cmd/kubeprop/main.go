@@ -264,14 +264,14 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 	code, failing := exitPass, 0
 	for _, path := range fs.Args() {
 		began := time.Now()
-		c, text, err := r.replay(path)
+		c, got, err := r.replay(path)
 		tc := junitCase{Name: path}
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "kubeprop: %s: %v\n", path, err)
 			tc.Error = &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}
 		case c == exitFailed:
-			tc.Failure = &junitProblem{Message: strings.SplitN(text, "\n", 2)[0], Type: "property", Text: text}
+			tc.Failure = &junitProblem{Message: got.message, Type: got.property, Text: got.text}
 		}
 		if c != exitPass {
 			failing++
@@ -308,43 +308,43 @@ func (r *replayer) stop() {
 
 // replay runs one scenario and returns its exit code and what it
 // printed; the error is bad input or the harness's failure.
-func (r *replayer) replay(path string) (int, string, error) {
+func (r *replayer) replay(path string) (int, replayed, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return exitBadInput, "", fmt.Errorf("reading scenario: %w", err)
+		return exitBadInput, replayed{}, fmt.Errorf("reading scenario: %w", err)
 	}
 	var s harness.Scenario
 	if err := yaml.Unmarshal(b, &s); err != nil {
-		return exitBadInput, "", fmt.Errorf("scenario %s is malformed: %w", path, err)
+		return exitBadInput, replayed{}, fmt.Errorf("scenario %s is malformed: %w", path, err)
 	}
 	specPath := r.specPath
 	if specPath == "" {
 		if s.Spec == "" {
-			return exitBadInput, "", fmt.Errorf("scenario %s names no spec file (it was written by go test: replay it with the go test command in its first line), or give -spec", path)
+			return exitBadInput, replayed{}, fmt.Errorf("scenario %s names no spec file (it was written by go test: replay it with the go test command in its first line), or give -spec", path)
 		}
 		specPath = filepath.Join(filepath.Dir(path), s.Spec)
 	}
 	if r.spec == nil || !samePath(r.spec.path, specPath) {
 		l, err := loadSpec(specPath)
 		if err != nil {
-			return exitBadInput, "", err
+			return exitBadInput, replayed{}, err
 		}
 		r.stop()
 		r.spec = l
 	}
 	s, plan, err := harness.ReadScenario(path, r.spec.spec)
 	if err != nil {
-		return exitBadInput, "", err
+		return exitBadInput, replayed{}, err
 	}
 	if r.env == nil || r.stopEnv == nil {
 		if r.env, r.stopEnv, err = startEnv(r.spec, r.stderr); err != nil {
-			return exitBadInput, "", err
+			return exitBadInput, replayed{}, err
 		}
 	}
 	fmt.Fprintf(r.stderr, "kubeprop: replaying %s: %s\n", path, faults.FormatPlan(plan))
 	rep, err := harness.Run(context.Background(), r.env, r.spec.spec, plan)
 	if err != nil {
-		return exitBadInput, "", err
+		return exitBadInput, replayed{}, err
 	}
 	if r.verbose {
 		fmt.Fprintf(r.stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
@@ -364,10 +364,19 @@ func (r *replayer) replay(path string) (int, string, error) {
 		if s.Expect.Outcome == harness.OutcomeFail && rep.Failures[0].Property == s.Expect.Property {
 			fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
 		}
-		fmt.Fprintf(&out, "  scenario: %s\n  replay:   kubeprop replay %s\n", path, path)
+		fmt.Fprintf(&out, "  plan:     %s\n  scenario: %s\n  replay:   kubeprop replay %s\n", faults.FormatPlan(plan), path, path)
 	}
 	fmt.Fprint(r.stdout, out.String())
-	return code, out.String(), nil
+	got := replayed{text: out.String()}
+	if rep.Failed() {
+		got.property, got.message = rep.Failures[0].Property, rep.Failures[0].Message
+	}
+	return code, got, nil
+}
+
+// replayed is what a replay printed, and its first failure.
+type replayed struct {
+	text, property, message string
 }
 
 // samePath reports whether two paths name the same file.

@@ -99,7 +99,7 @@ func TestBadSpecs(t *testing.T) {
 	require.Contains(t, stderr, "reading the spec: open no-such-spec.yaml: no such file or directory")
 	code, _, stderr = kubeprop(t, "explode")
 	require.Equal(t, exitBadInput, code)
-	require.Contains(t, stderr, `unknown command "explode"; the commands are run, replay and help`)
+	require.Contains(t, stderr, `unknown command "explode"; the commands are run, replay, bins and help`)
 	code, stdout, _ := kubeprop(t, "help")
 	require.Equal(t, exitPass, code)
 	require.Contains(t, stdout, "Exit codes: 0 every property held, 1 a property failed, 2 bad input")
@@ -168,6 +168,9 @@ func TestRunAndReplay(t *testing.T) {
 	require.Equal(t, 2, suites.Suites[0].Failures)
 	require.Equal(t, readme, suites.Suites[0].Cases[1].Name)
 	require.Contains(t, suites.Suites[0].Cases[1].Failure.Text, "replay:   kubeprop replay "+readme)
+	require.Contains(t, suites.Suites[0].Cases[1].Failure.Text, "plan:     [APIErrors{")
+	require.Equal(t, "bounded-backoff", suites.Suites[0].Cases[1].Failure.Type)
+	require.Contains(t, suites.Suites[0].Cases[1].Failure.Message, "bounded-backoff: ")
 
 	broken := filepath.Join(out, "broken.yaml")
 	require.NoError(t, os.WriteFile(broken, []byte("version: 1\nexpect: {outcome: pass}\nplan: [{fault: NodeExplode}]\n"), 0o644))

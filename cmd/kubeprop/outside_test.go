@@ -66,10 +66,16 @@ func TestOutsideRepository(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	built := filepath.Join(repo, "bin", "k8s", cluster.KubernetesVersion)
+	// Go's build cache lives in the user cache folder too: the module
+	// outside keeps this one, or it would compile everything afresh.
+	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
+	require.NoError(t, err)
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
-	t.Setenv("KUBEPROP_ASSETS", "")
-	t.Setenv("KUBEBUILDER_ASSETS", "")
+	for _, v := range []string{"KUBEPROP_ASSETS", "KUBEBUILDER_ASSETS"} {
+		t.Setenv(v, "") // restored after the test
+		require.NoError(t, os.Unsetenv(v))
+	}
 	dir := filepath.Join(cache, "kubeprop", "k8s", cluster.KubernetesVersion)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
@@ -95,7 +101,7 @@ func TestOutsideRepository(t *testing.T) {
 	goCmd := func(args ...string) string {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOCACHE="+strings.TrimSpace(string(goCache)))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go %s in the module outside:\n%s", strings.Join(args, " "), out)
 		return string(out)
