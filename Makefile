@@ -18,7 +18,7 @@ all: bins
 
 bins: k8s-bins $(KUBERAY)/ray-operator podset-controller
 
-# The cluster binaries, by the builder of `kubeprop bins` (internal/bins,
+# The cluster binaries, by the builder of `kubeprop bins` (cluster.BuildBinaries,
 # which embeds hack/k8sbins's build modules): it skips those already built.
 k8s-bins:
 	$(GO) run ./cmd/kubeprop bins --dir $(BIN)

@@ -74,9 +74,9 @@ func TestLivenessFailure(t *testing.T) {
 	require.NoError(t, err)
 	pod := waitReady(t, cs, ns, "db", 1)[0]
 	require.NoError(t, env.Kubelets.FailLiveness(ctx, ns, pod.Name, "app", time.Second))
-	time.Sleep(3 * time.Second)
-	got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Zero(t, got.Status.ContainerStatuses[0].RestartCount)
-	require.True(t, *got.Status.ContainerStatuses[0].Started)
+	// Three failed probes would take 1.5 s: twice that, no restart.
+	require.Never(t, func() bool {
+		got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err != nil || got.Status.ContainerStatuses[0].RestartCount != 0 || !*got.Status.ContainerStatuses[0].Started
+	}, 3*time.Second, 100*time.Millisecond, "a hang shorter than three probes restarted the container (or the pod could not be read)")
 }

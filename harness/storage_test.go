@@ -79,7 +79,13 @@ func TestStatefulSetVolumes(t *testing.T) {
 	// A class that does not exist: Pending, as on a real cluster.
 	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimOf(ns, "nowhere", "fast"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	time.Sleep(2 * time.Second) // the binder has had its chance
+	eventually(t, 30*time.Second, "the binder's ProvisioningFailed event of claim nowhere", func(ctx context.Context) (bool, string, error) {
+		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=nowhere,reason=ProvisioningFailed"})
+		if err != nil {
+			return false, "", err
+		}
+		return len(events.Items) > 0, fmt.Sprintf("%d events", len(events.Items)), nil
+	})
 	c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "nowhere", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, corev1.ClaimPending, c.Status.Phase)

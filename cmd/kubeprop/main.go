@@ -23,7 +23,6 @@ import (
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/harness/cluster"
-	"github.com/kubeprop/kubeprop/internal/bins"
 )
 
 // Exit codes.
@@ -136,18 +135,19 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
 	var cases, failing atomic.Int64
 	started := time.Now()
-	summary := func() {
-		fmt.Fprintf(stdout, "%d plans, %d failures, %s, seed %d\n", cases.Load(), failing.Load(), time.Since(started).Round(time.Second), *seed)
-	}
-	// harnessError ends the run on a harness failure: exit 2, and an
-	// error in the JUnit report.
-	harnessError := func(err error) int {
-		junit.add(junitCase{Name: name, Error: &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}}, time.Since(started))
-		if werr := junit.write(); werr != nil {
-			fmt.Fprintf(stderr, "kubeprop: %v\n", werr)
+	// finish ends every run that began: its test case in the JUnit
+	// report, the summary line.
+	finish := func(tc junitCase, code int) int {
+		tc.Name = name
+		junit.add(tc, time.Since(started))
+		if err := junit.write(); err != nil {
+			code = badInput(stderr, err)
 		}
-		summary()
-		return badInput(stderr, err)
+		fmt.Fprintf(stdout, "%d plans, %d failures, %s, seed %d\n", cases.Load(), failing.Load(), time.Since(started).Round(time.Second), *seed)
+		return code
+	}
+	harnessError := func(err error) int {
+		return finish(junitCase{Error: &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}}, badInput(stderr, err))
 	}
 	opts := harness.SearchOptions{Checks: n, Seed: *seed, ShrinkTime: *shrink, Parallel: *parallel}
 	opts.OnCase = func(rep *harness.Report) {
@@ -177,12 +177,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if f == nil {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
-		junit.add(junitCase{Name: name}, time.Since(started))
-		if err := junit.write(); err != nil {
-			return badInput(stderr, err)
-		}
-		summary()
-		return exitPass
+		return finish(junitCase{}, exitPass)
 	}
 	if err := pointAtSpec(f.Scenario, l.path, f.Scenario); err != nil {
 		return harnessError(err)
@@ -191,12 +186,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
 		f.Scenario, f.Page, f.Scenario)
 	fmt.Fprintf(stdout, "FAIL %s: %s", name, detail)
-	junit.add(junitCase{Name: name, Failure: &junitProblem{Message: f.Message, Type: f.Property, Text: "property " + f.Property + ": " + detail}}, time.Since(started))
-	if err := junit.write(); err != nil {
-		return badInput(stderr, err)
-	}
-	summary()
-	return exitFailed
+	return finish(junitCase{Failure: &junitProblem{Message: f.Message, Type: f.Property, Text: "property " + f.Property + ": " + detail}}, exitFailed)
 }
 
 func binsCommand(args []string, stdout, stderr io.Writer) int {
@@ -213,7 +203,7 @@ func binsCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kubeprop bins: takes no arguments, got %q\n", fs.Args())
 		return exitBadInput
 	}
-	got, err := bins.Build(context.Background(), bins.Options{Dir: *dir, Log: prefixed{stderr, "kubeprop bins: "}})
+	got, err := cluster.BuildBinaries(context.Background(), cluster.BuildOptions{Dir: *dir, Log: prefixed{stderr, "kubeprop bins: "}})
 	if err != nil {
 		return badInput(stderr, err)
 	}

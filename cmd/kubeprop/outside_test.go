@@ -78,8 +78,10 @@ func TestOutsideRepository(t *testing.T) {
 	}
 	dir := filepath.Join(cache, "kubeprop", "k8s", cluster.KubernetesVersion)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		linkOrCopy(t, filepath.Join(built, b), filepath.Join(dir, b))
+	binaries, err := os.ReadDir(built)
+	require.NoError(t, err, "the cluster binaries are built by make bins")
+	for _, b := range binaries {
+		linkOrCopy(t, filepath.Join(built, b.Name()), filepath.Join(dir, b.Name()))
 	}
 
 	code, stdout, stderr := kubeprop(t, "bins", "--print-path")

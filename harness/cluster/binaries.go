@@ -87,8 +87,7 @@ func findAssets(dir string) (string, error) {
 func checkAssets(dir string) error {
 	var missing []string
 	for _, b := range allBinaries {
-		st, err := os.Stat(filepath.Join(dir, b))
-		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		if !executable(filepath.Join(dir, b)) {
 			missing = append(missing, b)
 		}
 	}

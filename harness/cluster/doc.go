@@ -7,7 +7,8 @@
 // The binaries come from the folder named by KUBEPROP_ASSETS or
 // KUBEBUILDER_ASSETS, else from `make bins` (bin/k8s/<version>/, found by
 // walking up from the working directory), else from DefaultAssetsDir, the
-// user cache that `kubeprop bins` fills.
+// user cache that `kubeprop bins` fills. BuildBinaries builds them (for
+// `kubeprop bins` and `make bins`), from build modules it embeds.
 //
 // No process outlives the cluster: Stop ends them all, and a watchdog process
 // kills whatever is left when the test binary dies without calling Stop (a

@@ -70,7 +70,7 @@ func (c *containerState) id(podUID string) string {
 }
 
 func (c *containerState) ready(now time.Time) bool {
-	return c.phase == containerRunning && !c.unready && !c.probes.readinessFails && c.started(now) && !now.Before(c.readyAt)
+	return c.phase == containerRunning && !c.unready && !failing(c.probes.readiness) && c.started(now) && !now.Before(c.readyAt)
 }
 
 // status renders the container's status as the kubelet reports it.

@@ -85,7 +85,7 @@ func (s *Simulator) newPodState(pod *corev1.Pod, node *Node, now time.Time) *pod
 			image:   c.Image,
 			phase:   containerCreating,
 			startAt: now.Add(s.opts.wall(s.opts.ContainerStartDelay)),
-			probes:  probesOf(&c, s.opts.wall),
+			probes:  probesOf(&c),
 		})
 		s.inheritCrashLoop(pod, st.containers[len(st.containers)-1])
 	}

@@ -13,49 +13,38 @@ import (
 // liveness probe.
 var ErrNoProbe = errors.New("no liveness probe")
 
-// probes is how a container's probes go, in wall time. Every handler the
-// kubelet knows (exec, httpGet, tcpSocket, grpc) succeeds, the first
+// probes are a container's probes (each nil without one). Every handler
+// the kubelet knows (exec, httpGet, tcpSocket, grpc) succeeds, the first
 // probe after its initial delay: the simulated containers are healthy
 // unless a fault says otherwise. A probe with no handler the kubelet
 // knows fails, as the kubelet's prober fails it ("missing probe
 // handler").
 type probes struct {
-	// startup is the wall time from start to the startup probe's success
-	// (zero without one); readiness and liveness wait for it.
-	startup      time.Duration
-	startupFails bool
-	// readiness is the wall time from start to ready.
-	readiness      time.Duration
-	readinessFails bool
-	liveness       *corev1.Probe // nil without one
-	livenessFails  bool
-	startupProbe   *corev1.Probe
+	startup, readiness, liveness *corev1.Probe
 }
 
-func probesOf(c *corev1.Container, wall func(time.Duration) time.Duration) probes {
-	var p probes
-	if c.StartupProbe != nil {
-		p.startupProbe = c.StartupProbe
-		p.startup = wall(seconds(c.StartupProbe.InitialDelaySeconds))
-		p.startupFails = !handlerKnown(c.StartupProbe)
+func probesOf(c *corev1.Container) probes {
+	return probes{startup: c.StartupProbe, readiness: c.ReadinessProbe, liveness: c.LivenessProbe}
+}
+
+// failing reports whether a probe is there and always fails.
+func failing(p *corev1.Probe) bool {
+	if p == nil {
+		return false
 	}
-	if c.ReadinessProbe != nil {
-		p.readiness = wall(seconds(c.ReadinessProbe.InitialDelaySeconds))
-		p.readinessFails = !handlerKnown(c.ReadinessProbe)
+	h := p.ProbeHandler
+	return h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil && h.GRPC == nil
+}
+
+// initialDelay is a probe's initial delay in cluster time; zero without one.
+func initialDelay(p *corev1.Probe) time.Duration {
+	if p == nil {
+		return 0
 	}
-	if c.LivenessProbe != nil {
-		p.liveness = c.LivenessProbe
-		p.livenessFails = !handlerKnown(c.LivenessProbe)
-	}
-	return p
+	return seconds(p.InitialDelaySeconds)
 }
 
 func seconds(n int32) time.Duration { return time.Duration(n) * time.Second }
-
-func handlerKnown(p *corev1.Probe) bool {
-	h := p.ProbeHandler
-	return h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil
-}
 
 // failingFor is how long a probe must fail before the kubelet acts on it:
 // failureThreshold probes, periodSeconds apart (the API server's defaults,
@@ -75,21 +64,22 @@ func failingFor(p *corev1.Probe, wall func(time.Duration) time.Duration) time.Du
 // as started and ready, and when a failing startup or liveness probe
 // kills it. s.mu is held.
 func (s *Simulator) startProbes(c *containerState, now time.Time) {
-	p := c.probes
-	c.startedOK = now.Add(p.startup)
-	c.readyAt = now.Add(max(p.readiness, p.startup))
+	p, wall := c.probes, s.opts.wall
+	// Readiness and liveness wait for the startup probe's success.
+	c.startedOK = now.Add(wall(initialDelay(p.startup)))
+	c.readyAt = now.Add(wall(max(initialDelay(p.readiness), initialDelay(p.startup))))
 	c.probeKillAt = time.Time{}
 	switch {
-	case p.startupFails:
-		c.probeKillAt = now.Add(p.startup + failingFor(p.startupProbe, s.opts.wall))
-	case p.liveness != nil && p.livenessFails:
-		c.probeKillAt = c.startedOK.Add(s.opts.wall(seconds(p.liveness.InitialDelaySeconds)) + failingFor(p.liveness, s.opts.wall))
+	case failing(p.startup):
+		c.probeKillAt = c.startedOK.Add(failingFor(p.startup, wall))
+	case failing(p.liveness):
+		c.probeKillAt = c.startedOK.Add(wall(initialDelay(p.liveness)) + failingFor(p.liveness, wall))
 	}
 }
 
 // started reports whether the container's startup probe has succeeded.
 func (c *containerState) started(now time.Time) bool {
-	return c.phase == containerRunning && !c.probes.startupFails && !now.Before(c.startedOK)
+	return c.phase == containerRunning && !failing(c.probes.startup) && !now.Before(c.startedOK)
 }
 
 // FailLiveness makes a running container's liveness probe fail for window
@@ -124,7 +114,7 @@ func (s *Simulator) failLiveness(c *containerState, now time.Time, window time.D
 	if c.phase != containerRunning {
 		return fmt.Errorf("it is %w", ErrNotRunning)
 	}
-	from := c.startedOK.Add(s.opts.wall(seconds(c.probes.liveness.InitialDelaySeconds)))
+	from := c.startedOK.Add(s.opts.wall(initialDelay(c.probes.liveness)))
 	if from.Before(now) {
 		from = now
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeprop/kubeprop/harness/internal/workers"
 )
 
 // UserAgent is the simulator's user agent; the API server derives the field
@@ -101,27 +103,10 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Simulator, err
 		cancel()
 		return nil, fmt.Errorf("kubelet simulator: watching pods: %w", err)
 	}
-	factory.Start(ctx.Done())
-	syncCtx, syncCancel := context.WithTimeout(ctx, cacheSyncTimeout)
-	defer syncCancel()
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			cancel()
-			factory.Shutdown()
-			return nil, fmt.Errorf("kubelet simulator: listing %v from the API server did not finish within %v; is the API server up?", typ, cacheSyncTimeout)
-		}
+	if err := workers.Start(ctx, "kubelet simulator", factory, s.queue, opts.Workers, s.processNext, &s.wg); err != nil {
+		cancel()
+		return nil, err
 	}
-	for range opts.Workers {
-		s.wg.Go(func() {
-			for s.processNext(ctx) {
-			}
-		})
-	}
-	s.wg.Go(func() {
-		<-ctx.Done()
-		s.queue.ShutDown()
-		factory.Shutdown()
-	})
 	return s, nil
 }
 
@@ -136,9 +121,6 @@ func newCrashLoopBackOff(opts Options) *flowcontrol.Backoff {
 	}
 	return backoff
 }
-
-// cacheSyncTimeout bounds the simulator's first list of pods.
-const cacheSyncTimeout = 30 * time.Second
 
 // Stop stops every node's heartbeats and the pod workers. Nodes stay
 // registered; the cluster sees them go silent.

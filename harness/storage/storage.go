@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeprop/kubeprop/harness/internal/workers"
 	"k8s.io/utils/ptr"
 )
 
@@ -54,9 +55,6 @@ type key struct {
 	namespace, name string
 	volume          bool
 }
-
-// cacheSyncTimeout bounds the Provisioner's first lists.
-const cacheSyncTimeout = 30 * time.Second
 
 // Start creates the default StorageClass and the driver's CSIDriver on the
 // cluster that cfg connects to (as an administrator), and starts the
@@ -103,27 +101,10 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Provisioner, e
 			return nil, fmt.Errorf("storage provisioner: watching claims and volumes: %w", err)
 		}
 	}
-	factory.Start(ctx.Done())
-	syncCtx, syncCancel := context.WithTimeout(ctx, cacheSyncTimeout)
-	defer syncCancel()
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			cancel()
-			factory.Shutdown()
-			return nil, fmt.Errorf("storage provisioner: listing %v from the API server did not finish within %v; is the API server up?", typ, cacheSyncTimeout)
-		}
+	if err := workers.Start(ctx, "storage provisioner", factory, p.queue, opts.Workers, p.processNext, &p.wg); err != nil {
+		cancel()
+		return nil, err
 	}
-	for range opts.Workers {
-		p.wg.Go(func() {
-			for p.processNext(ctx) {
-			}
-		})
-	}
-	p.wg.Go(func() {
-		<-ctx.Done()
-		p.queue.ShutDown()
-		factory.Shutdown()
-	})
 	return p, nil
 }
 

@@ -1,4 +1,4 @@
-package bins
+package cluster
 
 import (
 	"context"
@@ -9,18 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/kubeprop/kubeprop/harness/cluster"
 )
 
+// modules are the build modules of hack/k8sbins (Kubernetes) and
+// hack/k8sbins/etcd, modules of their own so that kubeprop's go.mod stays
+// clean. A nested module's files cannot be embedded: these are renamed
+// copies, which a test keeps equal to them. To move to another version,
+// change hack/k8sbins, copy its go.mod and go.sum here, and change
+// KubernetesVersion and EtcdVersion.
+//
 //go:embed modules
 var modules embed.FS
 
-// Options configures Build. The zero value builds into
-// cluster.DefaultAssetsDir with the go on PATH, silently.
-type Options struct {
-	// Dir is the folder to build into. Empty means
-	// cluster.DefaultAssetsDir(), where the harness finds them.
+// BuildOptions configures BuildBinaries. The zero value builds into
+// DefaultAssetsDir with the go on PATH, silently.
+type BuildOptions struct {
+	// Dir is the folder to build into. Empty means DefaultAssetsDir(),
+	// where the harness finds them.
 	Dir string
 	// Go is the go command. Empty means "go" on PATH.
 	Go string
@@ -36,7 +41,7 @@ type binary struct {
 }
 
 func binaries() []binary {
-	v := cluster.KubernetesVersion
+	v := KubernetesVersion
 	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
 	// Kubernetes reads its version from these variables; an unset version
 	// makes kube-apiserver report v0.0.0 and fail its compatibility-version
@@ -51,22 +56,23 @@ func binaries() []binary {
 		"-X k8s.io/client-go/pkg/version.gitMinor=" + parts[1],
 	}, " ")
 	return []binary{
-		{name: "etcd", module: "etcd", pkg: ".", ldflags: "-s -w"},
-		{name: "kube-apiserver", module: "k8s", pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: k8s},
-		{name: "kube-controller-manager", module: "k8s", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: k8s},
-		{name: "kube-scheduler", module: "k8s", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: k8s},
+		{name: binEtcd, module: "etcd", pkg: ".", ldflags: "-s -w"},
+		{name: binAPIServer, module: "k8s", pkg: "k8s.io/kubernetes/cmd/" + binAPIServer, ldflags: k8s},
+		{name: binControllerManager, module: "k8s", pkg: "k8s.io/kubernetes/cmd/" + binControllerManager, ldflags: k8s},
+		{name: binScheduler, module: "k8s", pkg: "k8s.io/kubernetes/cmd/" + binScheduler, ldflags: k8s},
 	}
 }
 
-// Build builds every binary missing from the folder and returns the
-// folder. A binary is written under a temporary name and renamed once
+// BuildBinaries builds, from the Go module proxy with the Go toolchain,
+// every cluster binary missing from the folder, and returns the folder:
+// `kubeprop bins` and `make bins` call it. A binary is written under a temporary name and renamed once
 // built: an interrupted or failed build leaves nothing that a later run
 // (or the harness) could take for a built binary.
-func Build(ctx context.Context, opts Options) (string, error) {
+func BuildBinaries(ctx context.Context, opts BuildOptions) (string, error) {
 	dir := opts.Dir
 	if dir == "" {
 		var err error
-		if dir, err = cluster.DefaultAssetsDir(); err != nil {
+		if dir, err = DefaultAssetsDir(); err != nil {
 			return "", err
 		}
 	}
@@ -113,10 +119,10 @@ func Build(ctx context.Context, opts Options) (string, error) {
 }
 
 func versionOf(b binary) string {
-	if b.name == "etcd" {
-		return "v" + cluster.EtcdVersion
+	if b.name == binEtcd {
+		return "v" + EtcdVersion
 	}
-	return cluster.KubernetesVersion
+	return KubernetesVersion
 }
 
 func executable(path string) bool {
@@ -161,12 +167,4 @@ func build(ctx context.Context, goPath, dir string, b binary) error {
 		return fmt.Errorf("building %s: %w", b.name, err)
 	}
 	return nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

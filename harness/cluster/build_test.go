@@ -1,4 +1,4 @@
-package bins
+package cluster
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestModulesMatchHack(t *testing.T) {
 		require.NoError(t, err)
 		got, err := modules.ReadFile("modules/" + embedded)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(got), "internal/bins/modules/%s differs from hack/k8sbins/%s: copy it over", embedded, hack)
+		require.Equal(t, string(want), string(got), "harness/cluster/modules/%s differs from hack/k8sbins/%s: copy it over", embedded, hack)
 	}
 }
 
@@ -41,13 +41,13 @@ exit 1
 	return path
 }
 
-func TestBuild(t *testing.T) {
+func TestBuildBinaries(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 
 	// A failed build names the cause and leaves nothing that passes for
 	// a binary.
-	_, err := Build(ctx, Options{Dir: dir, Go: fakeGo(t)})
+	_, err := BuildBinaries(ctx, BuildOptions{Dir: dir, Go: fakeGo(t)})
 	require.ErrorContains(t, err, "building etcd: go build failed")
 	require.ErrorContains(t, err, "GOPROXY=https://proxy.example")
 	require.ErrorContains(t, err, "no such host")
@@ -56,12 +56,12 @@ func TestBuild(t *testing.T) {
 	require.Empty(t, entries, "a failed build left files behind")
 
 	// No Go toolchain: a clear error, before anything is written.
-	_, err = Build(ctx, Options{Dir: filepath.Join(dir, "new"), Go: "no-such-go"})
+	_, err = BuildBinaries(ctx, BuildOptions{Dir: filepath.Join(dir, "new"), Go: "no-such-go"})
 	require.ErrorContains(t, err, `needs the Go toolchain, and "no-such-go" is not on PATH: install Go`)
 	require.NoDirExists(t, filepath.Join(dir, "new"))
 
 	// A folder that cannot be written.
-	_, err = Build(ctx, Options{Dir: "/proc/kubeprop-bins", Go: fakeGo(t)})
+	_, err = BuildBinaries(ctx, BuildOptions{Dir: "/proc/kubeprop-bins", Go: fakeGo(t)})
 	require.ErrorContains(t, err, "/proc/kubeprop-bins cannot be created")
 	require.ErrorContains(t, err, "give another with --dir")
 
@@ -70,7 +70,7 @@ func TestBuild(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, b.name), []byte("#!/bin/sh\n"), 0o755))
 	}
 	var log strings.Builder
-	got, err := Build(ctx, Options{Dir: dir, Go: "no-such-go", Log: &log})
+	got, err := BuildBinaries(ctx, BuildOptions{Dir: dir, Go: "no-such-go", Log: &log})
 	require.NoError(t, err)
 	require.Equal(t, dir, got)
 	require.Equal(t, 4, strings.Count(log.String(), ": there already"))
@@ -78,6 +78,6 @@ func TestBuild(t *testing.T) {
 	// The default folder is the harness's last place to look.
 	t.Setenv("XDG_CACHE_HOME", dir)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "kubeprop", "k8s"), 0o755))
-	_, err = Build(ctx, Options{Go: "no-such-go"})
+	_, err = BuildBinaries(ctx, BuildOptions{Go: "no-such-go"})
 	require.ErrorContains(t, err, "is not on PATH")
 }
