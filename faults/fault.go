@@ -131,7 +131,7 @@ func Controller() []Fault {
 // Catalog is every fault kubeprop has, with default options: what a
 // scenario file may name.
 func Catalog() []Fault {
-	return append(Default(), ConflictingWriter(ConflictOptions{}), LivenessFailure())
+	return append(Default(), ConflictingWriter(ConflictOptions{}), LivenessFailure(), VolumeGrowth())
 }
 
 // Plan draws a whole plan up front: between 1 and maxSteps steps. Half of

@@ -10,10 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestPlansRoundTrip(t *testing.T) {
@@ -46,7 +49,7 @@ func TestFormat(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	_, err := DecodeStep(map[string]any{"fault": "NodeExplode", "node": 1}, Catalog())
-	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashAfterWrite, CrashLoop, LivenessFailure, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange, StaleWatch`)
+	require.EqualError(t, err, `unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete, ConflictingWriter, ContainerKill, ControllerRestart, CrashAfterWrite, CrashLoop, LivenessFailure, NodeLoss, NodeRecover, ReadinessFlap, ScaleChange, StaleWatch, VolumeGrowth`)
 	_, err = DecodeStep(map[string]any{"node": 1}, Catalog())
 	require.ErrorContains(t, err, "no fault name")
 	_, err = DecodeStep(map[string]any{"fault": "NodeLoss", "nodes": 1}, Catalog())
@@ -57,6 +60,7 @@ func TestDecodeErrors(t *testing.T) {
 
 // fakeTarget records what steps ask of a case.
 type fakeTarget struct {
+	user     client.Client // the user's writes go there
 	pods     []corev1.Pod
 	calls    []string
 	lost     map[int]bool
@@ -65,7 +69,7 @@ type fakeTarget struct {
 
 func (f *fakeTarget) Namespace() string                          { return "ns" }
 func (f *fakeTarget) Client() client.Client                      { return nil }
-func (f *fakeTarget) UserClient() client.Client                  { return nil }
+func (f *fakeTarget) UserClient() client.Client                  { return f.user }
 func (f *fakeTarget) Fixtures() []client.Object                  { return f.fixtures }
 func (f *fakeTarget) Settle(context.Context) error               { return nil }
 func (f *fakeTarget) Pods(context.Context) ([]corev1.Pod, error) { return f.pods, nil }
@@ -313,4 +317,32 @@ func TestArmedBeforeAction(t *testing.T) {
 			require.False(t, IsArmed(plan[len(plan)-1]), "seed %d: %s", seed, FormatPlan(plan))
 		}
 	}
+}
+
+func TestVolumeGrowth(t *testing.T) {
+	ctx := context.Background()
+	claim := func(name, size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	}
+	pending := claim("data-web-2", "1Gi")
+	pending.Status.Phase = corev1.ClaimPending
+	user := fake.NewClientBuilder().WithObjects(claim("data-web-1", "1Gi"), claim("data-web-0", "512Mi"), pending).Build()
+	f := &fakeTarget{user: user}
+	// Bound claims by name: the second is data-web-1; 3 modulo 2 is it
+	// too (the pending data-web-2 is not counted).
+	require.NoError(t, VolumeGrowthStep{Claim: 3, ByGi: 2}.Apply(ctx, f))
+	require.NoError(t, VolumeGrowthStep{Claim: 0, ByGi: 1}.Apply(ctx, f))
+	var got corev1.PersistentVolumeClaim
+	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "data-web-1"}, &got))
+	require.Equal(t, "3Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
+	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "data-web-0"}, &got))
+	require.Equal(t, "1536Mi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
+
+	require.True(t, errors.Is(VolumeGrowthStep{ByGi: 1}.Apply(ctx, &fakeTarget{user: fake.NewClientBuilder().Build()}), ErrNoOp), "no claim")
+	require.True(t, errors.Is(VolumeGrowthStep{}.Apply(ctx, f), ErrNoOp), "no growth")
+	require.Equal(t, []Step{VolumeGrowthStep{Claim: 3, ByGi: 1}}, Simpler(VolumeGrowthStep{Claim: 3, ByGi: 7}))
+	require.True(t, IsUserChange(VolumeGrowthStep{}))
 }

@@ -158,15 +158,27 @@ func caseInNamespace(ns string) *caseRun {
 }
 
 // kubeletEvent hands the simulated kubelets' events that belong to a case
-// to it: the commands run in its containers.
+// to it: the commands run in its containers, and the terminations whose
+// grace period the simulator cut.
 func kubeletEvent(e kubelet.Event) {
-	if e.Kind != kubelet.ContainerExec {
+	switch e.Kind {
+	case kubelet.ContainerExec, kubelet.ContainerPreStop, kubelet.PodTerminating:
+	default:
 		return
 	}
 	c := caseInNamespace(e.Namespace)
 	if c == nil {
 		return
 	}
-	c.recorder.execed(properties.Exec{At: e.Time, Pod: e.Pod, Container: e.Container, Command: e.Command, ExitCode: int(e.Exit.Code)})
-	c.logf("exec in Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)
+	switch e.Kind {
+	case kubelet.ContainerExec:
+		c.recorder.execed(properties.Exec{At: e.Time, Pod: e.Pod, Container: e.Container, Command: e.Command, ExitCode: int(e.Exit.Code)})
+		c.logf("exec in Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)
+	case kubelet.ContainerPreStop:
+		c.logf("preStop hook of Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)
+	case kubelet.PodTerminating:
+		if e.GraceUsed < e.Grace {
+			c.logf("Pod %s terminating: its grace period %v is cut to the simulated kubelets' cap of %v (kubelet.Options.MaxGracePeriod)", e.Pod, e.Grace, e.GraceUsed)
+		}
+	}
 }

@@ -5,7 +5,14 @@
 // Its default StorageClass's volumes are provisioned, resized and deleted
 // by a simulated CSI driver (package storage), so StatefulSets with volume
 // claim templates run; a case records its PersistentVolumeClaims like its
-// pods, and its teardown deletes their volumes.
+// pods, and its teardown deletes their volumes. A deleted pod takes its
+// grace period (cluster time, capped by kubelet.Options.MaxGracePeriod)
+// before its kubelet confirms it gone.
+//
+// Nothing a case does leaves the machine: a controller binary (Process)
+// runs, as root, in a network namespace of its own that reaches the API
+// server only, and an in-process controller that dials its pods uses
+// DialContext; both refuse pod and Service addresses at once.
 //
 //	var env *harness.Env
 //

@@ -41,6 +41,15 @@ const processStartGrace = time.Second
 // Its output goes to controller-<namespace>.log in the cluster's folder;
 // the last lines are in the errors. A binary that exits while the case
 // goes on is reported as a panic (NoPanics).
+//
+// On Linux, run as root, the binary runs in a network namespace of its own
+// whose only interface is its own loopback, where the proxy listens: it
+// reaches the API server and nothing else, and a dial to a pod or Service
+// address (which nothing on the hollow cluster answers) fails at once with
+// "network is unreachable" instead of sending packets off the machine.
+// Its listening ports (metrics, health) are its own too, so parallel
+// cases never collide on them. Without root, it shares the machine's
+// network, and the case's timeline says so.
 func Process(cmd string, args ...string) Controller {
 	return processController{path: cmd, args: args}
 }
@@ -63,22 +72,36 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 			p.kill()
 		}
 	}}
-	proxy, err := startProxy(c, inst)
-	if err != nil {
-		return nil, err
-	}
 	dir := c.env.Cluster.Dir()
 	kubeconfig := filepath.Join(dir, fmt.Sprintf("controller-%s-%d.kubeconfig", c.namespace, caseSeq.Add(1)))
-	if err := writeProxyKubeconfig(kubeconfig, proxy.url, c.namespace); err != nil {
-		proxy.close()
+	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
+	var proxy *controllerProxy
+	var proc *controllerProcess
+	// The proxy listens in the binary's network namespace, where its
+	// loopback is the binary's own; the proxy's side dials the API server
+	// from the machine's.
+	isolated, err := inOwnNetwork(func() error {
+		var err error
+		if proxy, err = startProxy(c, inst); err != nil {
+			return err
+		}
+		if err := writeProxyKubeconfig(kubeconfig, proxy.url, c.namespace); err != nil {
+			proxy.close()
+			return err
+		}
+		proc, err = startProcess(path, expandArgs(p.args, kubeconfig, c.namespace), logPath,
+			"KUBECONFIG="+kubeconfig, "KUBEPROP_NAMESPACE="+c.namespace)
+		if err != nil {
+			proxy.close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
-	proc, err := startProcess(path, expandArgs(p.args, kubeconfig, c.namespace), logPath,
-		"KUBECONFIG="+kubeconfig, "KUBEPROP_NAMESPACE="+c.namespace)
-	if err != nil {
-		proxy.close()
-		return nil, err
+	if !isolated {
+		c.logf("the controller binary shares this machine's network: a network namespace of its own needs root (CAP_SYS_ADMIN), so its dials to pod and Service addresses leave the machine")
 	}
 	running.Store(proc)
 	stopping := &atomic.Bool{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +16,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,6 +46,7 @@ func runWidgetProcess(args []string) int {
 	fs := flag.NewFlagSet(widgetProcessArg, flag.ContinueOnError)
 	exitAt := fs.Int64("exit-at", 0, "exit with status 1 when a Widget asks for this many replicas")
 	ignoreTerm := fs.Bool("ignore-sigterm", false, "ignore SIGTERM, as a controller with a stuck shutdown does")
+	dial := fs.String("dial", "", "dial these addresses (comma-separated) first, and write how each went into the ConfigMap dials")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,6 +56,12 @@ func runWidgetProcess(args []string) int {
 		return 2
 	}
 	cfg.UserAgent = widgetProcessArg
+	if *dial != "" {
+		if err := dialAndReport(cfg, strings.Split(*dial, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "widget-process:", err)
+			return 2
+		}
+	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -72,6 +85,77 @@ func runWidgetProcess(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// dialAndReport dials each address, as an operator connecting to its
+// pods or Services does, and writes the outcome of each, with how long it
+// took, into the ConfigMap dials of its namespace.
+func dialAndReport(cfg *rest.Config, addrs []string) error {
+	data := map[string]string{}
+	for i, addr := range addrs {
+		start := time.Now()
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		outcome := "connected"
+		if err != nil {
+			outcome = err.Error()
+		} else {
+			conn.Close()
+		}
+		data[fmt.Sprintf("dial%d", i)] = fmt.Sprintf("%s after %dms", outcome, time.Since(start).Milliseconds())
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().ConfigMaps(os.Getenv("KUBEPROP_NAMESPACE")).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dials"}, Data: data}, metav1.CreateOptions{})
+	return err
+}
+
+// TestProcessNetwork: a controller binary dials a pod address and a
+// Service address, and is refused at once on this machine, without a
+// packet sent (its network namespace has no route but its loopback);
+// the API server it still reaches, through the proxy in its namespace.
+func TestProcessNetwork(t *testing.T) {
+	spec := widgetSpec(false)
+	spec.Controller = widgetProcess("-dial=198.18.0.9:80,10.0.0.1:443")
+	spec.Watch = []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+	rootless := os.Geteuid() != 0
+	spec.Properties = []properties.Property{
+		properties.NoPanics(),
+		properties.Converges("widget-ready", widgetReady, 30*time.Second),
+		properties.Converges("dials-refused-at-once", func(s properties.State) error {
+			u := s.Get("ConfigMap", "dials")
+			if u == nil {
+				return fmt.Errorf("no ConfigMap dials")
+			}
+			cm, err := properties.As[corev1.ConfigMap](u)
+			if err != nil {
+				return err
+			}
+			for _, k := range []string{"dial0", "dial1"} {
+				v := cm.Data[k]
+				if rootless {
+					continue // the timeline says why, below
+				}
+				var ms int
+				if _, err := fmt.Sscanf(v[strings.LastIndex(v, " after ")+1:], "after %dms", &ms); err != nil || !strings.Contains(v, "network is unreachable") || ms > 1000 {
+					return fmt.Errorf("%s: %s", k, v)
+				}
+			}
+			return nil
+		}, 30*time.Second),
+	}
+	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 2}})
+	require.NoError(t, err)
+	require.False(t, rep.Failed(), "%+v", rep.Failures)
+	timeline := strings.Join(rep.Timeline, "\n")
+	if rootless {
+		require.Contains(t, timeline, "the controller binary shares this machine's network", "not root: no network namespace, and the timeline says so")
+	} else {
+		require.NotContains(t, timeline, "shares this machine's network")
+	}
+	requireNoControllerProcess(t)
 }
 
 func widgetProcess(args ...string) harness.Controller {

@@ -40,8 +40,8 @@ type Spec struct {
 	// MaxSteps bounds a drawn plan. Zero means 5.
 	MaxSteps int
 	// SettleQuiet is how long the namespace must see no write, with the
-	// controller idle, for the system to count as settled between steps.
-	// Zero means 500 ms.
+	// controller idle and no pod in its grace period on a live node, for
+	// the system to count as settled between steps. Zero means 500 ms.
 	SettleQuiet time.Duration
 	// SettleCap bounds each wait for settling. Zero means 10 s.
 	SettleCap time.Duration

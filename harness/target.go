@@ -254,8 +254,9 @@ func (c *caseRun) DropWatches() error {
 	return nil
 }
 
-// Settle waits until the namespace has seen no write for SettleQuiet and
-// the controller is idle, or SettleCap passes (not an error: a system that
+// Settle waits until the namespace has seen no write for SettleQuiet, the
+// controller is idle and no pod of the case is in its grace period on a
+// live node, or SettleCap passes (not an error: a system that
 // never settles is for the properties to judge).
 func (c *caseRun) Settle(ctx context.Context) error {
 	return c.settle(ctx, c.spec.SettleCap)
@@ -267,8 +268,12 @@ func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 		// coming: it is not settled until they are delivered, and it has
 		// had the quiet period to act on them (an event just delivered
 		// is still on its way through the informer to the queue).
+		// A pod in its grace period on a live node is still to go, and
+		// its going wakes the controller: a heal or the next step before
+		// then would land in the middle of it.
 		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle() &&
-			c.ctlFaults.undelivered.Load() == 0 && c.ctlFaults.sinceHeldDelivery() >= c.spec.SettleQuiet, nil
+			c.ctlFaults.undelivered.Load() == 0 && c.ctlFaults.sinceHeldDelivery() >= c.spec.SettleQuiet &&
+			c.env.Kubelets.Terminating(c.namespace) == 0, nil
 	})
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()

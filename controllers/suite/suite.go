@@ -85,6 +85,7 @@ func Targets() []Target {
 	return []Target{
 		target("podset", func() *podset.Reconciler { return &podset.Reconciler{} }, "", 0),
 		{Name: "deployment", Spec: DeploymentSpec()},
+		{Name: "statefulset", Spec: StatefulSetSpec()},
 		slow(target("countsterminating", countsterminating.New, "converges", 1, "NodeLoss", "ScaleChange")),
 		target("recreatescrashing", recreatescrashing.New, "bounded-backoff", 1, "CrashLoop", "ScaleChange"),
 		target("nobackoff", nobackoff.New, "bounded-backoff", 2, "APIErrors", "ScaleChange"),

@@ -76,6 +76,12 @@ func BuildBinaries(ctx context.Context, opts BuildOptions) (string, error) {
 			return "", err
 		}
 	}
+	// go build runs in a module folder of its own: a relative -o would
+	// land there, not here.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("the folder %s: %w", opts.Dir, err)
+	}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

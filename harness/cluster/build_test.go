@@ -81,3 +81,22 @@ func TestBuildBinaries(t *testing.T) {
 	_, err = BuildBinaries(ctx, BuildOptions{Go: "no-such-go"})
 	require.ErrorContains(t, err, "is not on PATH")
 }
+
+// TestBuildBinariesRelativeDir: go build runs in a module folder of its
+// own, so a relative folder (make bins gives bin/k8s/<version>) must be
+// made absolute before it reaches -o.
+func TestBuildBinariesRelativeDir(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "go")
+	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
+while [ "$1" != "-o" ]; do shift; done
+printf '#!/bin/sh\n' > "$2"
+chmod +x "$2"
+`), 0o755))
+	t.Chdir(t.TempDir())
+	got, err := BuildBinaries(context.Background(), BuildOptions{Dir: filepath.Join("bin", "k8s"), Go: fake})
+	require.NoError(t, err)
+	require.True(t, filepath.IsAbs(got), "BuildBinaries returned %q", got)
+	for _, b := range binaries() {
+		require.FileExists(t, filepath.Join("bin", "k8s", b.name))
+	}
+}

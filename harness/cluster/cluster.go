@@ -16,6 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// ServiceNetwork is the hollow cluster's Service range (the API server's
+// --service-cluster-ip-range): ClusterIPs that nothing answers on.
+const ServiceNetwork = "10.0.0.0/24"
+
 // Options configures a cluster. The zero value is a cluster on real time with
 // the binaries from `make bins` and no CRDs.
 type Options struct {
@@ -197,7 +201,8 @@ func (c *Cluster) startControlPlane() error {
 		Set("default-unreachable-toleration-seconds", toleration).
 		// A simulated node's hostname resolves nowhere: the API server
 		// reaches its kubelet endpoint (pods/exec) at its InternalIP.
-		Set("kubelet-preferred-address-types", "InternalIP")
+		Set("kubelet-preferred-address-types", "InternalIP").
+		Set("service-cluster-ip-range", ServiceNetwork)
 
 	c.env = &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{

@@ -9,6 +9,9 @@ import "fmt"
 // (RFC 2544): valid endpoint addresses (an EndpointSlice refuses loopback
 // ones), that nothing answers on.
 
+// PodNetwork is the range of every simulated pod's address.
+const PodNetwork = "198.18.0.0/15"
+
 // nodeIP is the InternalIP of the node with index i (from 0).
 func nodeIP(i int) string { return fmt.Sprintf("127.1.%d.%d", (i/250)%256, i%250+1) }
 

@@ -58,8 +58,16 @@ type Options struct {
 	OnEvent func(Event)
 
 	// Exec answers the commands run in running containers through
-	// pods/exec. Nil means every command exits 0 with no output.
+	// pods/exec, and their exec preStop hooks. Nil means every command
+	// exits 0 with no output.
 	Exec Exec
+
+	// MaxGracePeriod caps, in cluster time, how long a deleted pod's
+	// containers take to stop: its grace period, at most this. Zero means
+	// 60 s, twice the default grace period, so that a pod with a grace
+	// period of hours does not stall a case (PodTerminating events say
+	// when the cap cut one).
+	MaxGracePeriod time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -86,6 +94,9 @@ func (o Options) withDefaults() Options {
 	if o.Workers == 0 {
 		o.Workers = 16
 	}
+	if o.MaxGracePeriod == 0 {
+		o.MaxGracePeriod = 2 * defaultGracePeriod
+	}
 	return o
 }
 
@@ -98,6 +109,9 @@ func (o Options) validate() error {
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf("kubelet Workers %d is negative", o.Workers)
+	}
+	if o.MaxGracePeriod < 0 {
+		return fmt.Errorf("kubelet MaxGracePeriod %v is negative", o.MaxGracePeriod)
 	}
 	return nil
 }
@@ -123,6 +137,13 @@ const (
 	// ContainerExec is a command run through pods/exec; Exit holds its
 	// exit code.
 	ContainerExec EventKind = "ContainerExec"
+	// PodTerminating is the start of a deleted pod's termination; Grace
+	// holds its grace period and GraceUsed what the simulator takes
+	// (capped by MaxGracePeriod, at least the kubelet's 2 s).
+	PodTerminating EventKind = "PodTerminating"
+	// ContainerPreStop is an exec preStop hook run; Exit holds its exit
+	// code.
+	ContainerPreStop EventKind = "ContainerPreStop"
 )
 
 // Event is one state change made by the simulator.
@@ -136,10 +157,13 @@ type Event struct {
 	Container string
 	// RestartCount of the container after a start.
 	RestartCount int32
-	// Exit is set for ContainerExited and ContainerExec.
+	// Exit is set for ContainerExited, ContainerExec and ContainerPreStop.
 	Exit ExitStatus
-	// Command is ContainerExec's command.
+	// Command is ContainerExec's and ContainerPreStop's command.
 	Command []string
+	// Grace and GraceUsed are PodTerminating's grace period and the part
+	// of it the simulator takes, in cluster time.
+	Grace, GraceUsed time.Duration
 	// BackOff is the cluster-time delay before the next start, for
 	// ContainerBackOff.
 	BackOff time.Duration

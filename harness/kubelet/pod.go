@@ -24,6 +24,9 @@ type podState struct {
 	ip         string
 	startTime  time.Time
 	containers []*containerState // in spec order
+	// terminatingSince is when the simulator first saw the pod deleted
+	// (zero while it is not).
+	terminatingSince time.Time
 }
 
 // syncPod brings one pod's simulated containers up to the present and
@@ -47,7 +50,7 @@ func (s *Simulator) syncPod(ctx context.Context, key string) error {
 		return nil
 	}
 	if pod.DeletionTimestamp != nil {
-		return s.confirmDeletion(ctx, key, pod)
+		return s.terminate(ctx, key, pod)
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil
