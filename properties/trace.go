@@ -1,8 +1,12 @@
 package properties
 
 import (
+	"reflect"
+	goruntime "runtime"
 	"sort"
+	"sync"
 	"time"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,13 +69,36 @@ func (s State) Get(kind, name string) *unstructured.Unstructured {
 }
 
 // As converts an observed object to a typed one (a *corev1.Pod, or the
-// controller's own type).
+// controller's own type). The value is shared by every call for the same
+// object and type: read it, do not change it (the object itself is shared
+// by every state it is part of).
+//
+// A trace's states share the objects that did not change between them,
+// and a predicate runs on every state: converting each object once, not
+// once per state, keeps judging a churning controller's trace (ten
+// thousand states of dozens of pods) linear in its changes.
 func As[T any](u *unstructured.Unstructured) (*T, error) {
+	key := asKey{object: weak.Make(u), typ: reflect.TypeFor[T]()}
+	if v, ok := converted.Load(key); ok {
+		return v.(*T), nil
+	}
 	out := new(T)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return nil, err
 	}
+	if _, loaded := converted.LoadOrStore(key, out); !loaded {
+		// The entry goes with the object: nothing of a case outlives it.
+		goruntime.AddCleanup(u, func(k asKey) { converted.Delete(k) }, key)
+	}
 	return out, nil
+}
+
+// converted holds As's conversions, by object and type.
+var converted sync.Map
+
+type asKey struct {
+	object weak.Pointer[unstructured.Unstructured]
+	typ    reflect.Type
 }
 
 // Write is one change of one field, by one field manager.
