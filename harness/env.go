@@ -144,7 +144,11 @@ func (e *Env) connect() error {
 	if e.userConfig, err = e.Cluster.AddUser(UserUser); err != nil {
 		return err
 	}
-	cfg := e.Config()
+	cfg := rest.CopyConfig(e.Config())
+	// Teardown lists every namespaced resource, deprecated ones (v1
+	// Endpoints) too: the API server's deprecation warnings are not news
+	// to a test's output.
+	cfg.WarningHandler = rest.NoWarnings{}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the API server: %w", err)

@@ -6,8 +6,10 @@
 // after the readiness delay, with the pod IP, start time and conditions a
 // kubelet writes. Killed containers restart per restartPolicy with the
 // kubelet's own CrashLoopBackOff (client-go's flowcontrol.Backoff, 10 s
-// doubling to 300 s, reset after 10 minutes of running); pods being deleted
-// are confirmed gone; a lost node goes silent until it recovers.
+// doubling to 300 s, reset after 10 minutes of running); a deleted pod's
+// containers take its grace period (exec preStop hooks through
+// Options.Exec, at most Options.MaxGracePeriod) before the deletion is
+// confirmed; a lost node goes silent until it recovers.
 //
 // Each node serves the kubelet's endpoint on an address of its own on
 // loopback (its InternalIP, 127.1.x.y; the port is in the Node's
@@ -21,5 +23,6 @@
 //
 // One file per concern: node.go (registration, status), lease.go, pod.go
 // (the pod state machine and its status), container.go (kills and
-// back-off), exec.go (the kubelet endpoint), addresses.go.
+// back-off), probes.go, termination.go (graceful deletion), exec.go (the
+// kubelet endpoint), addresses.go.
 package kubelet
