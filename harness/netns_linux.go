@@ -18,7 +18,8 @@ import (
 // inherits the namespace.
 //
 // isolated is false, and f has run in the machine's namespace, when a
-// namespace cannot be created: that needs CAP_SYS_ADMIN (root).
+// namespace cannot be created: that needs CAP_SYS_ADMIN (root, in a
+// container that allows it).
 func inOwnNetwork(f func() error) (isolated bool, err error) {
 	type result struct {
 		isolated bool

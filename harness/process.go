@@ -48,8 +48,9 @@ const processStartGrace = time.Second
 // address (which nothing on the hollow cluster answers) fails at once with
 // "network is unreachable" instead of sending packets off the machine.
 // Its listening ports (metrics, health) are its own too, so parallel
-// cases never collide on them. Without root, it shares the machine's
-// network, and the case's timeline says so.
+// cases never collide on them. Without CAP_SYS_ADMIN (not root, or a
+// container that forbids it), it shares the machine's network, and the
+// case's timeline says so.
 func Process(cmd string, args ...string) Controller {
 	return processController{path: cmd, args: args}
 }
@@ -101,7 +102,7 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 		return nil, err
 	}
 	if !isolated {
-		c.logf("the controller binary shares this machine's network: a network namespace of its own needs root (CAP_SYS_ADMIN), so its dials to pod and Service addresses leave the machine")
+		c.logf("the controller binary shares this machine's network: a network namespace of its own needs CAP_SYS_ADMIN (root, in a container that allows it), so its dials to pod and Service addresses leave the machine")
 	}
 	running.Store(proc)
 	stopping := &atomic.Bool{}
