@@ -24,6 +24,18 @@ import (
 // and scale changes converges, never runs more pods than replicas plus its
 // surge, does not fight and goes quiet.
 func DeploymentSpec() harness.Spec {
+	spec := controllerManagerSpec(deploymentFixtures, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		properties.Converges("converges", deploymentConverged, 30*time.Second),
+		faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
+		faults.ReadinessFlap(), faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete())
+	spec.Properties = append([]properties.Property{properties.Always("at-most-replicas-plus-surge", deploymentWithinSurge)}, spec.Properties...)
+	return spec
+}
+
+// controllerManagerSpec is the spec of a kube-controller-manager
+// controller as a reference target: its objects are the fixtures (and the
+// kind it makes, watched), it converges, does not fight and goes quiet.
+func controllerManagerSpec(fixtures func(string) []client.Object, made schema.GroupVersionKind, converges properties.Property, fs ...faults.Fault) harness.Spec {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		panic(err) // static registrations: cannot fail
@@ -31,13 +43,11 @@ func DeploymentSpec() harness.Spec {
 	return harness.Spec{
 		Controller: harness.ControllerManager(),
 		Scheme:     scheme,
-		Fixtures:   deploymentFixtures,
-		Watch:      []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("ReplicaSet")},
-		Faults: []faults.Fault{faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
-			faults.ReadinessFlap(), faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete()},
+		Fixtures:   fixtures,
+		Watch:      []schema.GroupVersionKind{made},
+		Faults:     fs,
 		Properties: []properties.Property{
-			properties.Always("at-most-replicas-plus-surge", deploymentWithinSurge),
-			properties.Converges("converges", deploymentConverged, 30*time.Second),
+			converges,
 			properties.NoFightLoop(properties.FightOptions{}),
 			properties.Quiescent(properties.QuiesceOptions{Window: 2 * time.Second, Within: 20 * time.Second}),
 		},
@@ -70,10 +80,8 @@ func deploymentPods(s properties.State) (active, ready int) {
 			continue
 		}
 		active++
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready++
-			}
+		if podReady(pod) {
+			ready++
 		}
 	}
 	return active, ready

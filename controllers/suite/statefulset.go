@@ -10,10 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,24 +34,13 @@ import (
 // pod left Terminating on a lost node stays, and its ordinal with it: the
 // convergence predicate accepts it.
 func StatefulSetSpec() harness.Spec {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err) // static registrations: cannot fail
-	}
-	return harness.Spec{
-		Controller: harness.ControllerManager(),
-		Scheme:     scheme,
-		Fixtures:   statefulSetFixtures,
-		Watch:      []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("ControllerRevision")},
-		Faults: []faults.Fault{faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
-			faults.ReadinessFlap(), faults.LivenessFailure(), faults.ChildDelete(), faults.ScaleChange(faults.ScaleOptions{}), faults.VolumeGrowth()},
-		Properties: []properties.Property{
-			properties.Converges("converges", statefulSetConverged, 30*time.Second),
-			properties.NoFightLoop(properties.FightOptions{}),
-			properties.Quiescent(properties.QuiesceOptions{Window: 2 * time.Second, Within: 20 * time.Second}),
-		},
-		Setup: 20 * time.Second, SettleCap: 3 * time.Second,
-	}
+	spec := controllerManagerSpec(statefulSetFixtures, appsv1.SchemeGroupVersion.WithKind("ControllerRevision"),
+		properties.Converges("converges", statefulSetConverged, 30*time.Second),
+		faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
+		faults.ReadinessFlap(), faults.LivenessFailure(), faults.ChildDelete(), faults.ScaleChange(faults.ScaleOptions{}), faults.VolumeGrowth())
+	// Claims bind before the pods schedule.
+	spec.Setup = 20 * time.Second
+	return spec
 }
 
 func statefulSetFixtures(namespace string) []client.Object {
