@@ -102,7 +102,10 @@ type ConflictOptions struct {
 	Pods string
 }
 
-func (s ConflictingWriterStep) simpler() []Step {
+var _ Simplifiable = ConflictingWriterStep{}
+
+// Simpler: a single round, the other writer's one write.
+func (s ConflictingWriterStep) Simpler() []Step {
 	if s.Rounds <= 1 {
 		return nil
 	}
@@ -127,6 +130,8 @@ func ConflictingWriter(opts ConflictOptions) Fault {
 }
 
 type conflictingWriter struct{ opts ConflictOptions }
+
+var _ Validator = conflictingWriter{}
 
 func (f conflictingWriter) Validate() error {
 	if _, err := fieldNames(f.opts.Field); err != nil {

@@ -42,6 +42,8 @@ func ContainerKill(opts ContainerKillOptions) Fault { return containerKill{opts:
 
 type containerKill struct{ opts ContainerKillOptions }
 
+var _ Validator = containerKill{}
+
 func (f containerKill) Validate() error { return checkSelector(f.Name(), f.opts.Selector) }
 
 func (containerKill) Name() string { return ContainerKillStep{}.Fault() }

@@ -34,7 +34,10 @@ func (s CrashAfterWriteStep) Apply(_ context.Context, t Target) error {
 	return t.CrashAfterWrites(WriteMatch{Verb: s.Verb, Resource: s.Resource}, max(1, s.Writes))
 }
 
-func (s CrashAfterWriteStep) simpler() []Step {
+var _ Simplifiable = CrashAfterWriteStep{}
+
+// Simpler: a crash after the first write.
+func (s CrashAfterWriteStep) Simpler() []Step {
 	if s.Writes <= 1 {
 		return nil
 	}

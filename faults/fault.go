@@ -36,18 +36,44 @@ type Fault interface {
 	Decode(fields []byte) (Step, error)
 }
 
-// A Fault with options may also have a Validate() error method, which
-// harness.Spec's validation calls: bad options fail before the first case.
+// What a fault or a step can do beyond drawing and applying is declared by
+// the small interfaces below, which a fault written outside this package
+// implements as the catalog's do: Validator, Simplifiable,
+// DesiredStateChange and Armed.
 
-// Simpler returns simpler forms of a step, simplest first, for the
-// shrinker to try once it can drop no more steps: the crash after the
-// first write rather than the third, one conflicting write rather than
-// five. Steps whose values carry no order of simplicity have none.
+// Validator is a Fault with options to check: harness.Spec's validation
+// calls Validate, so that bad options fail before the first case, with an
+// error that names the fault, the option and the fix.
+type Validator interface {
+	Fault
+	Validate() error
+}
+
+// Simplifiable is a Step with simpler forms for the shrinker to try once
+// it can drop no more steps: the crash after the first write rather than
+// the third, one conflicting write rather than five. Steps whose values
+// carry no order of simplicity are not Simplifiable.
+type Simplifiable interface {
+	Step
+	// Simpler returns the step's simpler forms, simplest first.
+	Simpler() []Step
+}
+
+// Simpler returns a step's simpler forms, simplest first, or none.
 func Simpler(s Step) []Step {
-	if v, ok := s.(interface{ simpler() []Step }); ok {
-		return v.simpler()
+	if v, ok := s.(Simplifiable); ok {
+		return v.Simpler()
 	}
 	return nil
+}
+
+// DesiredStateChange is a Step that is the user changing the desired
+// state (ScaleChange, UserChange, VolumeGrowth) rather than a fault: the
+// properties judge the controller's answer to it, and the timeline and
+// the trace's events mark it as the user's.
+type DesiredStateChange interface {
+	Step
+	UserChange()
 }
 
 // Config is the shape of a case that steps are drawn for.
@@ -327,9 +353,8 @@ func amountIn(t *rapid.T, lo, hi int, label string) int {
 	return int(amount(t, int64(lo), int64(max(lo, hi)), nil, label))
 }
 
-// IsUserChange reports whether a step is the user changing the desired
-// state (ScaleChange) rather than a fault.
+// IsUserChange reports whether a step is a DesiredStateChange.
 func IsUserChange(s Step) bool {
-	_, ok := s.(interface{ UserChange() })
+	_, ok := s.(DesiredStateChange)
 	return ok
 }

@@ -20,6 +20,8 @@ type ScaleChangeStep struct {
 
 func (ScaleChangeStep) Fault() string { return "ScaleChange" }
 
+var _ DesiredStateChange = ScaleChangeStep{}
+
 // UserChange marks the step as the user's, not a fault's.
 func (ScaleChangeStep) UserChange() {}
 
@@ -60,6 +62,8 @@ func ScaleChange(opts ScaleOptions) Fault {
 }
 
 type scaleChange struct{ opts ScaleOptions }
+
+var _ Validator = scaleChange{}
 
 func (f scaleChange) Validate() error {
 	if _, err := parseFieldPath(f.opts.Field); err != nil {

@@ -20,6 +20,8 @@ type UserChangeStep struct {
 
 func (s UserChangeStep) Fault() string { return s.Name }
 
+var _ DesiredStateChange = UserChangeStep{}
+
 // UserChange marks the step as the user's, not a fault's.
 func (UserChangeStep) UserChange() {}
 

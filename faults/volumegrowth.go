@@ -24,6 +24,8 @@ type VolumeGrowthStep struct {
 
 func (VolumeGrowthStep) Fault() string { return "VolumeGrowth" }
 
+var _ DesiredStateChange = VolumeGrowthStep{}
+
 // UserChange marks the step as the user's, not a fault's.
 func (VolumeGrowthStep) UserChange() {}
 
@@ -57,8 +59,10 @@ func (s VolumeGrowthStep) Apply(ctx context.Context, t Target) error {
 	return nil
 }
 
-// simpler: growing by 1 GiB is the simplest growth.
-func (s VolumeGrowthStep) simpler() []Step {
+var _ Simplifiable = VolumeGrowthStep{}
+
+// Simpler: growing by 1 GiB is the simplest growth.
+func (s VolumeGrowthStep) Simpler() []Step {
 	if s.ByGi <= 1 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
+	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,7 +33,22 @@ func TestSpecValidation(t *testing.T) {
 	spec.Properties = append(spec.Properties, properties.NoPanics())
 	_, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
 	require.ErrorContains(t, err, `two properties named "no-panics"`)
+
+	// A fault of the user's own is validated like the catalog's.
+	spec = widgetSpec(false)
+	spec.Faults = []faults.Fault{ownFault{}}
+	_, err = harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
+	require.ErrorContains(t, err, "Spec.Faults: Own: its options are wrong")
 }
+
+// ownFault is a fault defined outside the faults package whose options
+// are always wrong.
+type ownFault struct{}
+
+func (ownFault) Name() string                                      { return "Own" }
+func (ownFault) Steps(faults.Config) *rapid.Generator[faults.Step] { return nil }
+func (ownFault) Decode([]byte) (faults.Step, error)                { return nil, nil }
+func (ownFault) Validate() error                                   { return errors.New("Own: its options are wrong") }
 
 // TestSearchOptionsValidation: bad search options are an error that names
 // the option and the fix, before any case runs.

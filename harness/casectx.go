@@ -66,14 +66,14 @@ func trackCase(c *caseRun) (untrack func()) {
 	panicHookOnce.Do(func() {
 		utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(ctx context.Context, v any) {
 			if c := caseOf(ctx); c != nil {
-				c.recorder.panicked(v)
+				c.recorder.Panicked(v)
 				return
 			}
 			runningCases.Lock()
 			defer runningCases.Unlock()
 			if len(runningCases.set) == 1 {
 				for c := range runningCases.set {
-					c.recorder.panicked(v)
+					c.recorder.Panicked(v)
 				}
 			}
 		})
@@ -172,7 +172,7 @@ func kubeletEvent(e kubelet.Event) {
 	}
 	switch e.Kind {
 	case kubelet.ContainerExec:
-		c.recorder.execed(properties.Exec{At: e.Time, Pod: e.Pod, Container: e.Container, Command: e.Command, ExitCode: int(e.Exit.Code)})
+		c.recorder.Execed(properties.Exec{At: e.Time, Pod: e.Pod, Container: e.Container, Command: e.Command, ExitCode: int(e.Exit.Code)})
 		c.logf("exec in Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)
 	case kubelet.ContainerPreStop:
 		c.logf("preStop hook of Pod %s, container %s: %q exited %d", e.Pod, e.Container, e.Command, e.Exit.Code)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
 var replayFlag = flag.String("kubeprop.replay", os.Getenv("KUBEPROP_REPLAY"),
@@ -62,7 +63,7 @@ func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 // scenario's expectation is checked.
 func replay(t TB, env *Env, spec Spec, file string, show bool) {
 	t.Helper()
-	s, plan, err := readScenario(file, spec.known())
+	s, plan, err := scenario.ReadPlan(file, spec.known())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +80,11 @@ func replay(t TB, env *Env, spec Spec, file string, show bool) {
 		return
 	}
 	switch s.Expect.Outcome {
-	case OutcomePass:
+	case scenario.Pass:
 		for _, f := range rep.Failures {
 			t.Errorf("kubeprop: %s (replaying %s, which expects every property to hold)\n    timeline:%s", f.Message, file, timeline)
 		}
-	case OutcomeFail:
+	case scenario.Fail:
 		for _, f := range rep.Failures {
 			if f.Property == s.Expect.Property {
 				t.Logf("kubeprop: %s reproduced: %s", file, f.Message)

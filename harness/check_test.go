@@ -71,6 +71,48 @@ func TestRunCorrectController(t *testing.T) {
 	t.Logf("timeline:\n%s", strings.Join(rep.Timeline, "\n"))
 }
 
+// TestFightNamesItsWriters: a controller that removes, on every
+// reconcile, a label another writer keeps setting fails no-fight-loop, and
+// the failure names both writers. The controller's removals change none of
+// its own fields, so managedFields do not name it: the audit log does.
+func TestFightNamesItsWriters(t *testing.T) {
+	spec := widgetSpec(false)
+	spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+		return (&widgetReconciler{stripLabel: "team"}).setup(mgr, opts)
+	})
+	plan := []faults.Step{faults.ConflictingWriterStep{Selector: "widget=web", Field: "metadata.labels[team]", Text: "a", Rounds: 5}}
+	rep, err := harness.Run(context.Background(), env, spec, plan)
+	require.NoError(t, err)
+	timeline := strings.Join(rep.Timeline, "\n")
+	var fight string
+	for _, f := range rep.Failures {
+		if f.Property == "no-fight-loop" {
+			fight = f.Message
+		}
+	}
+	require.NotEmpty(t, fight, "no fight found; failures %+v\ntimeline:\n%s", rep.Failures, timeline)
+	// The controller's manager: the writer of the pods it created.
+	var controllerManager string
+	for _, w := range rep.Trace.Writes {
+		if w.Kind == "Pod" && w.Field == "spec.containers[name=app].image" {
+			controllerManager = w.Manager
+		}
+	}
+	require.NotEmpty(t, controllerManager)
+	removals := 0
+	for _, w := range rep.Trace.Writes {
+		if w.Kind == "Pod" && w.Field == "metadata.labels.team" && w.Value == "" {
+			removals++
+			require.Equal(t, controllerManager, w.Manager, "a removal of the label at %v", w.At)
+		}
+	}
+	require.GreaterOrEqual(t, removals, 3, "timeline:\n%s", timeline)
+	require.Contains(t, fight, controllerManager)
+	require.Contains(t, fight, faults.ConflictingWriterManager)
+	require.NotContains(t, fight, properties.ManagerUnknown)
+	t.Log(fight)
+}
+
 // TestCheckCorrectController draws plans (-rapid.checks of them) for a
 // correct controller: none may fail.
 func TestCheckCorrectController(t *testing.T) {

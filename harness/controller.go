@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubeprop/kubeprop/harness/internal/inject"
+	"github.com/kubeprop/kubeprop/harness/internal/record"
 )
 
 // Controller is a controller under test. The harness starts a fresh
@@ -28,6 +31,11 @@ type Controller interface {
 // UserController is the API user the controller under test runs as, as
 // the audit log shows it.
 const UserController = "kubeprop:controller"
+
+// UserAgentInjected is the user agent of the requests the harness refused
+// on the controller's behalf (APIErrors): they never reach the API server,
+// so the trace gets them from the harness instead of the audit log.
+const UserAgentInjected = inject.UserAgentInjected
 
 // controllerStopTimeout bounds how long a stopping controller may take.
 const controllerStopTimeout = 30 * time.Second
@@ -68,7 +76,7 @@ type managerController struct {
 
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &instance{}
+	inst := &inject.Instance{}
 	// Its client injects the write faults (NewClient below).
 	cfg := c.instanceConfig(inst, false)
 	mgr, err := manager.New(cfg, manager.Options{
@@ -85,7 +93,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 			if err != nil {
 				return nil, err
 			}
-			return c.ctlFaults.client(inst, cl), nil
+			return c.ctlFaults.Client(inst, cl), nil
 		},
 	})
 	if err != nil {
@@ -108,7 +116,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 		cancel()
 		select {
 		case err := <-done:
-			inst.closeConnections()
+			inst.CloseConnections()
 			if err != nil {
 				return fmt.Errorf("the controller's manager ended with: %w", err)
 			}
@@ -137,6 +145,21 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 	return stop, nil
 }
 
+// instanceConfig is the controller user's connection for one instance:
+// its transport tracked (CloseConnections), its watch streams through the
+// watch faults, and, with writes, its writes through the API errors and
+// the crash after a write at the HTTP level (for the controllers whose
+// client the harness does not build).
+func (c *caseRun) instanceConfig(inst *inject.Instance, writes bool) *rest.Config {
+	cfg := rest.CopyConfig(c.env.controllerConfig)
+	cfg.Wrap(inst.Track)
+	cfg.Wrap(c.ctlFaults.WrapTransport)
+	if writes {
+		cfg.Wrap(c.ctlFaults.WrapWrites(inst))
+	}
+	return cfg
+}
+
 // recordingQueue is a controller's workqueue that tells the recorder when
 // a reconcile starts and how it ends: a rate-limited requeue (an error, or
 // Requeue), a requeue after a delay, or done.
@@ -145,38 +168,41 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 // process, where the reconcile goes on with a client that refuses all.
 type recordingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	rec  *recorder
-	inst *instance
+	rec  *record.Recorder
+	inst *inject.Instance
 	name string
 	shut atomic.Bool // a stopped controller's queue keeps its items; idle ignores them
 }
 
-func newRecordingQueue(rec *recorder, inst *instance, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
+func newRecordingQueue(rec *record.Recorder, inst *inject.Instance, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
 	rq := &recordingQueue{TypedRateLimitingInterface: q, rec: rec, inst: inst, name: name}
-	rec.addQueue(rq)
+	rec.AddQueue(rq)
 	return rq
 }
+
+// Pending: items wait, and the controller still runs.
+func (q *recordingQueue) Pending() bool { return !q.shut.Load() && q.Len() > 0 }
 
 func (q *recordingQueue) Get() (reconcile.Request, bool) {
 	item, shutdown := q.TypedRateLimitingInterface.Get()
 	if !shutdown {
-		q.rec.reconcileStarted(q.name, item.String())
+		q.rec.ReconcileStarted(q.name, item.String())
 	}
 	return item, shutdown
 }
 
 func (q *recordingQueue) AddRateLimited(item reconcile.Request) {
-	q.rec.reconcileOutcome(q.name, item.String(), outcomeRateLimited, 0)
+	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRateLimited, 0)
 	q.TypedRateLimitingInterface.AddRateLimited(item)
 }
 
 func (q *recordingQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	q.rec.reconcileOutcome(q.name, item.String(), outcomeRequeueAfter, d)
+	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRequeueAfter, d)
 	q.TypedRateLimitingInterface.AddAfter(item, d)
 }
 
 func (q *recordingQueue) Done(item reconcile.Request) {
-	q.rec.reconcileDone(q.name, item.String(), !q.inst.dead.Load())
+	q.rec.ReconcileDone(q.name, item.String(), !q.inst.Dead.Load())
 	q.TypedRateLimitingInterface.Done(item)
 }
 

@@ -1,13 +1,36 @@
-// Package harness is kubeprop's engine. This part starts and drives a
-// hollow cluster: a real control plane (etcd, kube-apiserver,
-// kube-controller-manager and kube-scheduler, see package cluster) and
-// simulated kubelets (package kubelet), on one machine, for one test binary.
-// Its default StorageClass's volumes are provisioned, resized and deleted
-// by a simulated CSI driver (package storage), so StatefulSets with volume
-// claim templates run; a case records its PersistentVolumeClaims like its
-// pods, and its teardown deletes their volumes. A deleted pod takes its
-// grace period (cluster time, capped by kubelet.Options.MaxGracePeriod)
-// before its kubelet confirms it gone.
+// Package harness is kubeprop's engine: it runs a controller under test on
+// a hollow cluster, applies fault plans to it and judges the trace with
+// properties.
+//
+// A Spec says what to test: the Controller (Manager, SetupWithManager, Func,
+// Process or ControllerManager), the Fixtures a case creates, the Faults
+// drawn (package faults) and the Properties judged (package properties).
+//
+//   - Check (and CheckWith) is the go test entry point: it draws plans with
+//     rapid, runs them, shrinks the first failure to a minimal plan, saves
+//     it as a scenario file (package scenario) and fails the test with the
+//     plan, the timeline and the replay command.
+//   - Find is the same search as a value, for tools (kubeprop run, the
+//     demo): SearchOptions in, a Finding out.
+//   - Run carries out one plan and returns its Report: the trace, the
+//     failures, the timeline, where the time went.
+//   - Replay and ReplayDir run saved scenarios again, each checked against
+//     the outcome it expects.
+//
+// An Env is one hollow cluster for a whole test binary: a real control
+// plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler,
+// see package cluster) and simulated kubelets (package kubelet), on one
+// machine. Its default StorageClass's volumes are provisioned, resized and
+// deleted by a simulated CSI driver (package storage), so StatefulSets with
+// volume claim templates run; a case records its PersistentVolumeClaims
+// like its pods, and its teardown deletes their volumes. A deleted pod
+// takes its grace period (cluster time, capped by
+// kubelet.Options.MaxGracePeriod) before its kubelet confirms it gone.
+//
+// Inside, a case's trace is built by package internal/record (states,
+// field writes and who wrote them, reconciles, requests from the audit
+// log), and the faults that act on the controller itself (API errors, a
+// crash after a write, stale watches) by package internal/inject.
 //
 // Nothing a case does leaves the machine: a controller binary (Process)
 // runs, as root, in a network namespace of its own that reaches the API

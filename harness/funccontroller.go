@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeprop/kubeprop/harness/internal/inject"
 )
 
 // funcStartGrace is how long a Func controller must keep running for the
@@ -32,7 +34,7 @@ type funcController struct {
 
 func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &instance{}
+	inst := &inject.Instance{}
 	cfg := c.instanceConfig(inst, true)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -40,8 +42,8 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 		err := callRun(ctx, f.run, cfg)
 		// A run that ends before it is stopped is a crash of the
 		// controller, unless the instance was killed on purpose.
-		if ctx.Err() == nil && !inst.dead.Load() {
-			c.recorder.panicked(fmt.Sprintf("the controller returned while the case went on: %v", err))
+		if ctx.Err() == nil && !inst.Dead.Load() {
+			c.recorder.Panicked(fmt.Sprintf("the controller returned while the case went on: %v", err))
 		}
 		done <- err
 	})
@@ -58,8 +60,8 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 		cancel()
 		select {
 		case err := <-done:
-			inst.closeConnections()
-			if err != nil && !errors.Is(err, context.Canceled) && !inst.dead.Load() {
+			inst.CloseConnections()
+			if err != nil && !errors.Is(err, context.Canceled) && !inst.Dead.Load() {
 				return fmt.Errorf("the controller ended with: %w", err)
 			}
 			return nil

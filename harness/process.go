@@ -4,24 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubeprop/kubeprop/harness/internal/inject"
+	"github.com/kubeprop/kubeprop/harness/internal/procgroup"
 )
 
 // processStartGrace is how long a controller binary must keep running
@@ -68,32 +63,32 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 	c.reachable.Store(true)
 	// The proxy's handlers read kill; it is set before any of them runs.
 	var running atomic.Pointer[controllerProcess]
-	inst := &instance{kill: func() {
+	inst := &inject.Instance{Kill: func() {
 		if p := running.Load(); p != nil {
-			p.kill()
+			p.Kill()
 		}
 	}}
 	dir := c.env.Cluster.Dir()
 	kubeconfig := filepath.Join(dir, fmt.Sprintf("controller-%s-%d.kubeconfig", c.namespace, caseSeq.Add(1)))
 	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
-	var proxy *controllerProxy
+	var proxy *inject.Proxy
 	var proc *controllerProcess
 	// The proxy listens in the binary's network namespace, where its
 	// loopback is the binary's own; the proxy's side dials the API server
 	// from the machine's.
 	isolated, err := inOwnNetwork(func() error {
 		var err error
-		if proxy, err = startProxy(c, inst); err != nil {
+		if proxy, err = inject.StartProxy(c.instanceConfig(inst, true), inst); err != nil {
 			return err
 		}
-		if err := writeProxyKubeconfig(kubeconfig, proxy.url, c.namespace); err != nil {
-			proxy.close()
+		if err := writeProxyKubeconfig(kubeconfig, proxy.URL, c.namespace); err != nil {
+			proxy.Close()
 			return err
 		}
 		proc, err = startProcess(path, expandArgs(p.args, kubeconfig, c.namespace), logPath,
 			"KUBECONFIG="+kubeconfig, "KUBEPROP_NAMESPACE="+c.namespace)
 		if err != nil {
-			proxy.close()
+			proxy.Close()
 			return err
 		}
 		return nil
@@ -107,15 +102,15 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 	running.Store(proc)
 	stopping := &atomic.Bool{}
 	go func() {
-		<-proc.done
-		if !stopping.Load() && !inst.dead.Load() {
-			c.recorder.exited(fmt.Sprintf("the controller process exited while the case went on: %v", proc.err), proc.tail())
+		<-proc.Done()
+		if !stopping.Load() && !inst.Dead.Load() {
+			c.recorder.Exited(fmt.Sprintf("the controller process exited while the case went on: %v", proc.Err()), proc.tail())
 		}
 	}()
 	stop := func() error {
 		stopping.Store(true)
 		defer os.Remove(kubeconfig)
-		defer proxy.close()
+		defer proxy.Close()
 		if err := proc.stop(controllerStopTimeout); err != nil {
 			return fmt.Errorf("the controller process did not stop within %v of SIGTERM and was killed; last lines of %s:\n%s", controllerStopTimeout, logPath, proc.tail())
 		}
@@ -137,60 +132,6 @@ func expandArgs(args []string, kubeconfig, namespace string) []string {
 	return out
 }
 
-// controllerProxy is the controller binary's API server: it forwards every
-// request with UserController's credentials through the same fault
-// injection as an in-process controller's client.
-type controllerProxy struct {
-	url       string
-	srv       *http.Server
-	connected chan struct{} // closed at the first request
-	once      sync.Once
-	inst      *instance
-}
-
-func startProxy(c *caseRun, inst *instance) (*controllerProxy, error) {
-	cfg := c.instanceConfig(inst, true)
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("the controller's proxy: building its transport: %w", err)
-	}
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		return nil, fmt.Errorf("the controller's proxy: the API server's address %q: %w", cfg.Host, err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("the controller's proxy: %w", err)
-	}
-	p := &controllerProxy{url: "http://" + ln.Addr().String(), connected: make(chan struct{}), inst: inst}
-	rp := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
-		Transport: rt,
-		// Watch events go on as they come.
-		FlushInterval: -1,
-		// Cut watches (StaleWatch, a stopped binary) are not news.
-		ErrorLog: log.New(io.Discard, "", 0),
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			// A killed instance's requests end like a dropped connection.
-			http.Error(w, err.Error(), http.StatusBadGateway)
-		},
-	}
-	p.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.once.Do(func() { close(p.connected) })
-			rp.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() { _ = p.srv.Serve(ln) }()
-	return p, nil
-}
-
-func (p *controllerProxy) close() {
-	_ = p.srv.Close()
-	p.inst.closeConnections()
-}
-
 func writeProxyKubeconfig(path, server, namespace string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubeprop"] = &clientcmdapi.Cluster{Server: server}
@@ -203,14 +144,14 @@ func writeProxyKubeconfig(path, server, namespace string) error {
 	return nil
 }
 
-// controllerProcess is one run of the binary, in its own process group.
-// The cluster's watchdog kills it if the harness dies: its environment
-// names a file in the cluster's folder (KUBECONFIG).
+// controllerProcess is one run of the binary, in its own process group
+// (a terminal's ^C reaches the harness, which stops it in order; a kill
+// reaches whatever it started too). The cluster's watchdog kills it if the
+// harness dies: its environment names a file in the cluster's folder
+// (KUBECONFIG).
 type controllerProcess struct {
-	cmd  *exec.Cmd
-	out  *processOutput
-	done chan struct{}
-	err  error // set before done closes
+	*procgroup.Process
+	out *processOutput
 }
 
 func startProcess(path string, args []string, logPath string, env ...string) (*controllerProcess, error) {
@@ -218,41 +159,33 @@ func startProcess(path string, args []string, logPath string, env ...string) (*c
 	if err != nil {
 		return nil, fmt.Errorf("the controller's log: %w", err)
 	}
-	p := &controllerProcess{out: &processOutput{file: logFile}, done: make(chan struct{})}
+	out := &processOutput{file: logFile}
 	fmt.Fprintf(logFile, "--- kubeprop: starting %s %s\n", path, strings.Join(args, " "))
-	p.cmd = exec.Command(path, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	// Its own group: a terminal's ^C reaches the harness, which stops it in
-	// order; a kill reaches whatever it started too.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	proc, err := procgroup.Start(cmd, logFile)
+	if err != nil {
 		return nil, fmt.Errorf("starting the controller binary %s: %w", path, err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return &controllerProcess{Process: proc, out: out}, nil
 }
 
 // awaitStart waits for the first request through the proxy, then for the
 // process to stay up for processStartGrace.
-func (p *controllerProcess) awaitStart(ctx context.Context, proxy *controllerProxy, limit time.Duration) error {
+func (p *controllerProcess) awaitStart(ctx context.Context, proxy *inject.Proxy, limit time.Duration) error {
 	select {
-	case <-proxy.connected:
-	case <-p.done:
-		return fmt.Errorf("the binary exited at once (%v)", p.err)
+	case <-proxy.Connected():
+	case <-p.Done():
+		return fmt.Errorf("the binary exited at once (%v)", p.Err())
 	case <-time.After(limit):
 		return fmt.Errorf("the binary made no request to the API server within %v: it must connect with the kubeconfig in $KUBECONFIG (or pass --kubeconfig=${KUBECONFIG} in its args)", limit)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case <-p.done:
-		return fmt.Errorf("the binary exited right after connecting (%v)", p.err)
+	case <-p.Done():
+		return fmt.Errorf("the binary exited right after connecting (%v)", p.Err())
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(processStartGrace):
@@ -260,25 +193,14 @@ func (p *controllerProcess) awaitStart(ctx context.Context, proxy *controllerPro
 	}
 }
 
-func (p *controllerProcess) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
-
 // stop sends SIGTERM to the process group and SIGKILL after grace; the
 // error says it needed the SIGKILL.
 func (p *controllerProcess) stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
+	killed, err := p.Stop(grace)
+	if killed && err == nil {
+		err = errors.New("killed after the grace")
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	p.kill()
-	<-p.done
-	return errors.New("killed after the grace")
+	return err
 }
 
 func (p *controllerProcess) tail() string { return p.out.tail() }

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/internal/inject"
+	"github.com/kubeprop/kubeprop/harness/internal/record"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
 	"github.com/kubeprop/kubeprop/properties"
 )
@@ -101,15 +103,15 @@ type caseRun struct {
 	namespace   string
 	nodes       []*kubelet.Node
 	fixtures    []client.Object
-	recorder    *recorder
-	audit       *auditReader
+	recorder    *record.Recorder
+	audit       *record.AuditReader
 	faultClient client.Client
 	userClient  client.Client
 	logger      logr.Logger
 	started     time.Time
 
 	ctx       context.Context // the case's, for restarts after a crash
-	ctlFaults *controllerFaults
+	ctlFaults *inject.Faults
 	reachable atomic.Bool // the controller talks to the API server through the harness: controller faults apply
 
 	ctlMu          sync.Mutex // guards stopController and crashErr
@@ -150,10 +152,19 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		return nil, err
 	}
 	n := caseSeq.Add(1)
-	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n), recorder: newRecorder(env.timeScale),
+	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
 		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}}
-	c.ctlFaults = newControllerFaults(c.recorder, c.namespace, spec.Scheme, env.mapper)
-	c.ctlFaults.onCrash = c.crashed
+	// A write by the conflicting writer is an event that drives what
+	// follows it.
+	c.recorder = record.New(record.Options{TimeScale: env.timeScale, Controller: UserController, FaultManagers: []string{faults.ConflictingWriterManager}})
+	c.ctlFaults = inject.New(inject.Options{
+		Namespace: c.namespace, IsCaseNamespace: isCaseNamespace, Scheme: spec.Scheme, Mapper: env.mapper,
+		Refused: func(req properties.Request) {
+			req.User = UserController
+			c.recorder.InjectedRequest(req)
+		},
+		Crashed: c.crashed,
+	})
 	ctx = withCase(ctx, c)
 	c.ctx = ctx
 	defer trackCase(c)()
@@ -188,7 +199,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	for i, step := range plan {
 		c.step = i
 		at := time.Now()
-		c.recorder.event(step, at)
+		c.recorder.Event(stepEvent(step, at))
 		err := step.Apply(ctx, c)
 		switch {
 		case errors.Is(err, faults.ErrNoOp):
@@ -212,12 +223,12 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
 	// a controller killed by a crash is back.
 	env.Kubelets.StopCrashLoops(c.namespace)
-	c.ctlFaults.heal()
+	c.ctlFaults.Heal()
 	c.crashes.Wait()
 	if err := c.takeCrashErr(); err != nil {
 		return nil, err
 	}
-	c.recorder.heal(time.Now())
+	c.recorder.Heal(time.Now())
 	c.logf("healed: faults stop")
 	rep, err = c.judge(ctx, c.namedPlan(plan))
 	times.Judge = time.Since(healing)
@@ -273,10 +284,10 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	if err != nil {
 		return err
 	}
-	if c.audit, err = newAuditReader(env.Cluster.AuditLogPath(), c.namespace); err != nil {
+	if c.audit, err = record.NewAuditReader(env.Cluster.AuditLogPath(), c.namespace); err != nil {
 		return err
 	}
-	if err := c.recorder.watch(ctx, env.dynamic, c.namespace, resources); err != nil {
+	if err := c.recorder.Watch(ctx, env.dynamic, c.namespace, resources); err != nil {
 		return err
 	}
 	for _, f := range c.fixtures {
@@ -290,7 +301,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 		return err
 	}
 	c.stopController = stop
-	c.recorder.controllerStarted()
+	c.recorder.ControllerStarted()
 	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
 	if err := c.settle(ctx, c.spec.Setup); err != nil {
 		return err
@@ -333,11 +344,11 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 	var tr *properties.Trace
 	for final := false; ; {
 		checking := time.Now()
-		requests, err := c.audit.read()
+		requests, err := c.audit.Read()
 		if err != nil {
 			return nil, err
 		}
-		tr = c.recorder.trace(requests, final)
+		tr = c.recorder.Trace(requests, final)
 		// The case ends when every verdict is in, or its property's
 		// horizon has passed: safety properties (horizon 0) then get
 		// their final verdict on the whole trace.
@@ -371,7 +382,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		case <-time.After(max(200*time.Millisecond, time.Since(checking))):
 		}
 	}
-	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, ForeignWrites: c.ctlFaults.foreignWrites()}
+	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, ForeignWrites: c.ctlFaults.ForeignWrites()}
 	if len(rep.ForeignWrites) > 0 {
 		c.logf("the controller wrote into other cases' namespaces: %s", strings.Join(rep.ForeignWrites, "; "))
 	}
@@ -427,4 +438,14 @@ func writesPerManager(tr *properties.Trace) string {
 		parts[i] = fmt.Sprintf("%s %d", m, counts[m])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// stepEvent is the trace's event of a step applied at at: a user change,
+// or a fault.
+func stepEvent(s faults.Step, at time.Time) properties.Event {
+	kind := properties.FaultEvent
+	if faults.IsUserChange(s) {
+		kind = properties.UserEvent
+	}
+	return properties.Event{At: at, Kind: kind, Name: faults.Format(s)}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
 // The search, as kubeprop runs it: rapid is the generator of plans, and
@@ -199,7 +200,7 @@ func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
 	if f != nil {
 		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    seed:     %d\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
 			f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.Seed,
-			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, runPattern(t.Name()), f.Scenario)
+			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, scenario.RunPattern(t.Name()), f.Scenario)
 		t.FailNow()
 	}
 }

@@ -97,7 +97,7 @@ func (s Spec) validate() error {
 	}
 	for _, f := range s.Faults {
 		// Faults with options check them here, not at the first drawn step.
-		if v, ok := f.(interface{ Validate() error }); ok {
+		if v, ok := f.(faults.Validator); ok {
 			if err := v.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("Spec.Faults: %w", err))
 			}

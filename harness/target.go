@@ -151,7 +151,7 @@ func (c *caseRun) Children(context.Context) ([]client.Object, error) {
 		owners[string(f.GetUID())] = true
 	}
 	var out []client.Object
-	for _, o := range c.recorder.current() {
+	for _, o := range c.recorder.Current() {
 		for _, ref := range o.GetOwnerReferences() {
 			if owners[string(ref.UID)] {
 				out = append(out, o.DeepCopy())
@@ -177,18 +177,18 @@ func (c *caseRun) RestartController(ctx context.Context) error {
 		return fmt.Errorf("restarting the controller: %w", err)
 	}
 	c.stopController = stop
-	c.recorder.controllerStarted()
+	c.recorder.ControllerStarted()
 	return nil
 }
 
 // crashed restarts the controller after CrashAfterWrite killed it; the
 // dead instance's client already refuses every call.
 func (c *caseRun) crashed() {
-	c.recorder.restart(1)
+	c.recorder.Restart(1)
 	c.crashes.Add(1)
 	go func() {
 		defer c.crashes.Done()
-		defer c.recorder.restart(-1)
+		defer c.recorder.Restart(-1)
 		c.logf("the controller was killed right after a write")
 		if err := c.RestartController(c.ctx); err != nil {
 			c.ctlMu.Lock()
@@ -219,7 +219,7 @@ func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Durati
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	c.ctlFaults.failWrites(e, requests, window)
+	c.ctlFaults.FailWrites(e, requests, window)
 	return nil
 }
 
@@ -228,7 +228,7 @@ func (c *caseRun) CrashAfterWrites(match faults.WriteMatch, writes int) error {
 		return err
 	}
 	step := c.step
-	c.ctlFaults.crashAfter(match, writes, func(named faults.CrashAfterWriteStep) {
+	c.ctlFaults.CrashAfter(match, writes, func(named faults.CrashAfterWriteStep) {
 		c.logMu.Lock()
 		c.named[step] = named
 		c.logMu.Unlock()
@@ -240,7 +240,7 @@ func (c *caseRun) DelayWatches(delay, window time.Duration) error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	c.ctlFaults.delayWatches(delay, window)
+	c.ctlFaults.DelayWatches(delay, window)
 	return nil
 }
 
@@ -248,7 +248,7 @@ func (c *caseRun) DropWatches() error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	if !c.ctlFaults.dropWatches() {
+	if !c.ctlFaults.DropWatches() {
 		return fmt.Errorf("%w: the controller has no open watch", faults.ErrNoOp)
 	}
 	return nil
@@ -271,8 +271,8 @@ func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 		// A pod in its grace period on a live node is still to go, and
 		// its going wakes the controller: a heal or the next step before
 		// then would land in the middle of it.
-		return c.recorder.sinceLastWrite() >= c.spec.SettleQuiet && c.recorder.idle() &&
-			c.ctlFaults.undelivered.Load() == 0 && c.ctlFaults.sinceHeldDelivery() >= c.spec.SettleQuiet &&
+		return c.recorder.SinceLastWrite() >= c.spec.SettleQuiet && c.recorder.Idle() &&
+			c.ctlFaults.Undelivered() == 0 && c.ctlFaults.SinceHeldDelivery() >= c.spec.SettleQuiet &&
 			c.env.Kubelets.Terminating(c.namespace) == 0, nil
 	})
 	if err != nil && ctx.Err() != nil {

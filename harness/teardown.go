@@ -52,7 +52,7 @@ type Teardown struct {
 func (c *caseRun) teardown() Teardown {
 	start := time.Now()
 	var td Teardown
-	c.ctlFaults.heal()
+	c.ctlFaults.Heal()
 	c.crashes.Wait()
 	c.ctlMu.Lock()
 	if err := c.stopController(); err != nil {
@@ -61,7 +61,7 @@ func (c *caseRun) teardown() Teardown {
 	}
 	c.stopController = func() error { return nil }
 	c.ctlMu.Unlock()
-	c.recorder.close()
+	c.recorder.Close()
 	td.Phases = append(td.Phases, fmt.Sprintf("controller stopped %.1fs", time.Since(start).Seconds()))
 
 	ctx, cancel := context.WithTimeout(context.Background(), TeardownTimeout)

@@ -37,6 +37,9 @@ type widgetReconciler struct {
 	// from its pods being deleted, as controllers that clean up after
 	// their pods do: once the controller is stopped, nothing removes it.
 	finalizer bool
+	// stripLabel, when set, is a label the controller removes from its
+	// pods on every reconcile: it fights any other writer that sets it.
+	stripLabel string
 }
 
 const widgetFinalizer = "test.kubeprop.dev/cleanup"
@@ -82,6 +85,12 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
+		}
+		if _, set := p.Labels[r.stripLabel]; set && r.stripLabel != "" {
+			delete(p.Labels, r.stripLabel)
+			if err := r.Update(ctx, &p); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
 		}
 		active = append(active, p)
 		if podReady(&p) {

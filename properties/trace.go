@@ -103,7 +103,12 @@ type asKey struct {
 
 // Write is one change of one field, by one field manager.
 type Write struct {
-	At      time.Time
+	At time.Time
+	// Manager is the field manager that wrote the field: the owner of the
+	// field in the object's managedFields, else the writer of the request
+	// that changed the object (a removed field has no owner), else one of
+	// the pseudo-managers ManagerBinding, ManagerDeleted and
+	// ManagerUnknown.
 	Manager string
 	Kind    string
 	Name    string
@@ -116,6 +121,21 @@ type Write struct {
 	Field string
 	Value string // the new value, as JSON; empty when removed
 }
+
+// The pseudo-managers: the writers a trace names where no field manager
+// wrote. Options such as FightOptions.IgnoreManagers can name them.
+const (
+	// ManagerBinding binds a pod to a node: the scheduler's binding
+	// subresource, which managedFields do not record.
+	ManagerBinding = "(binding)"
+	// ManagerDeleted is the writer of an object's deletion (the object
+	// gone from the API; Field is "metadata").
+	ManagerDeleted = "(deleted)"
+	// ManagerUnknown wrote a change that neither managedFields nor the
+	// audit log attribute: no successful write of the object was received
+	// before the change was seen.
+	ManagerUnknown = "(unknown)"
+)
 
 // Object names the written object the same way in every run: a generated
 // name's random suffix is left out ("web-*").
@@ -137,6 +157,10 @@ type Request struct {
 	Namespace   string
 	Name        string
 	Code        int
+	// FieldManager is the field manager a write request wrote as, as the
+	// API server names it: its fieldManager parameter, else its user
+	// agent up to the first slash.
+	FieldManager string
 }
 
 // Reconcile is one reconcile of an in-process controller.

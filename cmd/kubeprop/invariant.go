@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeprop/kubeprop/properties"
@@ -367,17 +370,23 @@ func crdSchemas(paths []string) (map[string]map[string]any, error) {
 // readManifests reads the objects of a YAML file of one or more
 // documents.
 func readManifests(path string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	var objs []*unstructured.Unstructured
-	for i, doc := range strings.Split("\n"+string(b), "\n---") {
-		if strings.TrimSpace(doc) == "" {
-			continue
+	for i := 0; ; i++ {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, document %d: %w", path, i+1, err)
 		}
 		m := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		if err := yaml.Unmarshal(doc, &m); err != nil {
 			return nil, fmt.Errorf("%s, document %d: %w", path, i+1, err)
 		}
 		if len(m) == 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,4 +79,26 @@ func TestPodSetSpecAtMostReplicas(t *testing.T) {
 
 	podSet.Object["status"] = map[string]any{"observedGeneration": int64(2)}
 	require.ErrorContains(t, check().Err, "at-most-replicas: violated: PodSet web: ")
+}
+
+// TestReadManifests: the documents of a YAML file, as kubectl reads them
+// (a leading separator, empty and comment-only documents are skipped); a
+// bad document is named by its number.
+func TestReadManifests(t *testing.T) {
+	write := func(text string) string {
+		path := filepath.Join(t.TempDir(), "objects.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		return path
+	}
+	objs, err := readManifests(write("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  text: |\n    x: --- not a separator\n---\n# nothing here\n---\n\n---\napiVersion: apps.kubeprop.dev/v1\nkind: PodSet\nmetadata: {name: web}\n"))
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	require.Equal(t, "ConfigMap/a", objs[0].GetKind()+"/"+objs[0].GetName())
+	require.Equal(t, "x: --- not a separator\n", objs[0].Object["data"].(map[string]any)["text"])
+	require.Equal(t, "PodSet/web", objs[1].GetKind()+"/"+objs[1].GetName())
+
+	_, err = readManifests(write("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: [unclosed\n"))
+	require.ErrorContains(t, err, "document 2")
+	_, err = readManifests(write("metadata: {name: a}\n"))
+	require.ErrorContains(t, err, "document 1: no apiVersion or kind")
 }

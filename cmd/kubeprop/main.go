@@ -10,19 +10,20 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
-	"github.com/go-logr/logr"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/harness/cluster"
+	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
 // Exit codes.
@@ -179,7 +180,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
 		return finish(junitCase{}, exitPass)
 	}
-	if err := pointAtSpec(f.Scenario, l.path, f.Scenario); err != nil {
+	if err := pointAtSpec(f.Scenario, l.path); err != nil {
 		return harnessError(err)
 	}
 	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
@@ -299,13 +300,9 @@ func (r *replayer) stop() {
 // replay runs one scenario and returns its exit code and what it
 // printed; the error is bad input or the harness's failure.
 func (r *replayer) replay(path string) (int, replayed, error) {
-	b, err := os.ReadFile(path)
+	s, err := scenario.Read(path)
 	if err != nil {
-		return exitBadInput, replayed{}, fmt.Errorf("reading scenario: %w", err)
-	}
-	var s harness.Scenario
-	if err := yaml.Unmarshal(b, &s); err != nil {
-		return exitBadInput, replayed{}, fmt.Errorf("scenario %s is malformed: %w", path, err)
+		return exitBadInput, replayed{}, err
 	}
 	specPath := r.specPath
 	if specPath == "" {
@@ -322,7 +319,7 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		r.stop()
 		r.spec = l
 	}
-	s, plan, err := harness.ReadScenario(path, r.spec.spec)
+	plan, err := s.Steps(path, append(slices.Clone(r.spec.spec.Faults), faults.Catalog()...))
 	if err != nil {
 		return exitBadInput, replayed{}, err
 	}
@@ -343,7 +340,7 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 	code := exitPass
 	if !rep.Failed() {
 		fmt.Fprintf(&out, "PASS every property held\n")
-		if s.Expect.Outcome == harness.OutcomeFail {
+		if s.Expect.Outcome == scenario.Fail {
 			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
 		}
 	} else {
@@ -351,7 +348,7 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		for _, f := range rep.Failures {
 			fmt.Fprintf(&out, "FAIL %s\n", f.Message)
 		}
-		if s.Expect.Outcome == harness.OutcomeFail && rep.Failures[0].Property == s.Expect.Property {
+		if s.Expect.Outcome == scenario.Fail && rep.Failures[0].Property == s.Expect.Property {
 			fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
 		}
 		fmt.Fprintf(&out, "  plan:     %s\n  scenario: %s\n  replay:   kubeprop replay %s\n", faults.FormatPlan(plan), path, path)
@@ -449,32 +446,23 @@ func startEnv(l *loadedSpec, stderr io.Writer) (*harness.Env, func(), error) {
 }
 
 // pointAtSpec records the spec file in a scenario written by Find, so
-// that kubeprop replay finds the controller, and puts the replay command
-// in its header.
-func pointAtSpec(scenario, spec, shown string) error {
-	b, err := os.ReadFile(scenario)
+// that kubeprop replay finds the controller and its header gives the
+// kubeprop replay command.
+func pointAtSpec(path, spec string) error {
+	s, err := scenario.Read(path)
 	if err != nil {
-		return err
-	}
-	var s harness.Scenario
-	if err := yaml.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	absSpec, err := filepath.Abs(spec)
 	if err != nil {
 		return err
 	}
-	absDir, err := filepath.Abs(filepath.Dir(scenario))
+	absDir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	if s.Spec, err = filepath.Rel(absDir, absSpec); err != nil {
 		return err
 	}
-	out, err := yaml.Marshal(s)
-	if err != nil {
-		return err
-	}
-	header := fmt.Sprintf("# kubeprop scenario. Replay: kubeprop replay %s\n# Edit freely; set expect.outcome to pass once the bug is fixed.\n", shown)
-	return os.WriteFile(scenario, append([]byte(header), out...), 0o644)
+	return s.Write(path)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubeprop/kubeprop/harness/internal/procgroup"
 )
 
 // child is a control-plane process the harness starts itself
@@ -22,10 +24,8 @@ import (
 // its output in a log file.
 type child struct {
 	name    string
-	cmd     *exec.Cmd
+	proc    *procgroup.Process
 	logPath string
-	done    chan struct{}
-	err     error // set before done closes
 }
 
 func startChild(name, path string, args []string, logPath string) (*child, error) {
@@ -36,18 +36,11 @@ func startChild(name, path string, args []string, logPath string) (*child, error
 	cmd := exec.Command(path, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	proc, err := procgroup.Start(cmd, logFile)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, path, err)
 	}
-	c := &child{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		logFile.Close()
-		close(c.done)
-	}()
-	return c, nil
+	return &child{name: name, proc: proc, logPath: logPath}, nil
 }
 
 // waitHealthy polls the child's /healthz on its secure port until it answers
@@ -64,8 +57,8 @@ func (c *child) waitHealthy(ctx context.Context, port int) error {
 	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-c.done:
-			return false, fmt.Errorf("%s exited during start-up (%v); last lines of %s:\n%s", c.name, c.err, c.logPath, c.tail())
+		case <-c.proc.Done():
+			return false, fmt.Errorf("%s exited during start-up (%v); last lines of %s:\n%s", c.name, c.proc.Err(), c.logPath, c.tail())
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -87,25 +80,10 @@ func (c *child) waitHealthy(ctx context.Context, port int) error {
 
 // stop sends SIGTERM to the child's process group and SIGKILL after grace.
 func (c *child) stop(grace time.Duration) error {
-	select {
-	case <-c.done:
-		return nil
-	default:
+	if _, err := c.proc.Stop(grace); err != nil {
+		return fmt.Errorf("stopping %s: %w", c.name, err)
 	}
-	pgid := c.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-c.done:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	select {
-	case <-c.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", c.name, pgid)
-	}
+	return nil
 }
 
 func (c *child) tail() string { return fileTail(c.logPath) }

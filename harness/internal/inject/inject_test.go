@@ -1,10 +1,12 @@
-package harness
+package inject
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +34,9 @@ func watchServer(t *testing.T, pause time.Duration) *httptest.Server {
 }
 
 func TestWatchDelay(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
+	f := New(Options{Namespace: "ns"})
 	srv := watchServer(t, 0)
-	rt := f.wrapTransport(http.DefaultTransport)
+	rt := f.WrapTransport(http.DefaultTransport)
 
 	// Not a watch: untouched.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods", nil)
@@ -46,7 +48,7 @@ func TestWatchDelay(t *testing.T) {
 
 	// A watch: its bytes come no sooner than the delay after they arrived,
 	// all of them and in order.
-	f.delayWatches(300*time.Millisecond, time.Minute)
+	f.DelayWatches(300*time.Millisecond, time.Minute)
 	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 	start := time.Now()
 	resp, err = rt.RoundTrip(req)
@@ -58,12 +60,12 @@ func TestWatchDelay(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 
 	// The heal ends the delay, pending bytes included.
-	f.delayWatches(time.Hour, time.Hour)
+	f.DelayWatches(time.Hour, time.Hour)
 	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=1", nil)
 	resp, err = rt.RoundTrip(req)
 	require.NoError(t, err)
 	time.Sleep(50 * time.Millisecond)
-	f.heal()
+	f.Heal()
 	body, err = io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, "first\nsecond\n", string(body))
@@ -71,10 +73,10 @@ func TestWatchDelay(t *testing.T) {
 }
 
 func TestWatchDrop(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
+	f := New(Options{Namespace: "ns"})
 	srv := watchServer(t, time.Minute)
-	rt := f.wrapTransport(http.DefaultTransport)
-	require.False(t, f.dropWatches(), "no watch is open yet")
+	rt := f.WrapTransport(http.DefaultTransport)
+	require.False(t, f.DropWatches(), "no watch is open yet")
 
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 	resp, err := rt.RoundTrip(req)
@@ -84,25 +86,42 @@ func TestWatchDrop(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "first\n", string(first))
 
-	require.True(t, f.dropWatches())
+	require.True(t, f.DropWatches())
 	_, err = io.ReadAll(resp.Body)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "a cut watch ends like a dropped connection")
 	require.NoError(t, resp.Body.Close())
-	require.False(t, f.dropWatches(), "a cut watch is forgotten")
+	require.False(t, f.DropWatches(), "a cut watch is forgotten")
 }
 
-func TestResourceOf(t *testing.T) {
-	for path, want := range map[string][4]string{
-		"/api/v1/namespaces/ns/pods":                                  {"/pods", "ns", "", ""},
-		"/api/v1/namespaces/ns/pods/web-1":                            {"/pods", "ns", "web-1", ""},
-		"/api/v1/namespaces/ns/pods/web-1/status":                     {"/pods", "ns", "web-1", "status"},
-		"/apis/apps.kubeprop.dev/v1/namespaces/ns/podsets/web/status": {"apps.kubeprop.dev/podsets", "ns", "web", "status"},
-		"/api/v1/nodes/n1":                                            {"/nodes", "", "n1", ""},
-		"/api/v1/namespaces/ns":                                       {"/namespaces", "", "ns", ""},
-		"/api/v1/namespaces/ns/finalize":                              {"/namespaces", "", "ns", "finalize"},
+// TestWriteOf: the writes the HTTP-level fault injection sees, read as
+// the API server reads them; reads are not writes.
+func TestWriteOf(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		want         string // verb group/resource namespace name subresource, or "" for no write
+	}{
+		{"POST", "/api/v1/namespaces/ns/pods", "create /pods ns  "},
+		{"PUT", "/api/v1/namespaces/ns/pods/web-1", "update /pods ns web-1 "},
+		{"PATCH", "/api/v1/namespaces/ns/pods/web-1/status", "patch /pods ns web-1 status"},
+		{"POST", "/api/v1/namespaces/ns/pods/web-1/eviction", "create /pods ns web-1 eviction"},
+		{"PUT", "/apis/apps.kubeprop.dev/v1/namespaces/ns/podsets/web/status", "update apps.kubeprop.dev/podsets ns web status"},
+		{"DELETE", "/api/v1/namespaces/ns/pods/web-1", "delete /pods ns web-1 "},
+		{"DELETE", "/api/v1/namespaces/ns/pods?labelSelector=app%3Dweb", "deletecollection /pods ns  "},
+		{"PUT", "/api/v1/nodes/n1", "update /nodes  n1 "},
+		{"DELETE", "/api/v1/namespaces/ns", "delete /namespaces  ns "},
+		{"PUT", "/api/v1/namespaces/ns/finalize", "update /namespaces  ns finalize"},
+		{"GET", "/api/v1/namespaces/ns/pods/web-1", ""},
+		{"GET", "/api/v1/namespaces/ns/pods?watch=true", ""},
+		{"POST", "/apis", ""},
+		{"GET", "/healthz", ""},
 	} {
-		gr, ns, name, sub := resourceOf(path)
-		require.Equal(t, want, [4]string{gr.Group + "/" + gr.Resource, ns, name, sub}, path)
+		req, err := http.NewRequest(c.method, "https://127.0.0.1:6443"+c.path, nil)
+		require.NoError(t, err)
+		got := ""
+		if info, ok := writeOf(req); ok {
+			got = fmt.Sprintf("%s %s/%s %s %s %s", info.Verb, info.APIGroup, info.Resource, info.Namespace, info.Name, info.Subresource)
+		}
+		require.Equal(t, c.want, got, "%s %s", c.method, c.path)
 	}
 }
 
@@ -111,8 +130,8 @@ func TestResourceOf(t *testing.T) {
 // through, and the refusals left are not used up by it. Writes into
 // another case's namespace are noted, each once; others are not.
 func TestRefusalInTheCaseNamespace(t *testing.T) {
-	f := newControllerFaults(newRecorder(1), "kp-2", nil, nil)
-	f.failWrites(faults.InternalError, 1, 0)
+	f := New(Options{Namespace: "kp-2", IsCaseNamespace: func(ns string) bool { return ns == "kp-1" || ns == "kp-2" }})
+	f.FailWrites(faults.InternalError, 1, 0)
 	pods := schema.GroupResource{Resource: "pods"}
 	require.NoError(t, f.refusal("create", "kp-1", pods, ""))
 	require.NoError(t, f.refusal("create", "kp-1", pods, "b"))
@@ -122,7 +141,7 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
 	require.Error(t, f.refusal("create", "kp-2", pods, ""))
 	require.NoError(t, f.refusal("create", "kp-2", pods, ""), "one refusal only")
-	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.foreignWrites())
+	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.ForeignWrites())
 }
 
 // TestWatchStreamsLeaveNothingBehind: every way a watch stream ends (the
@@ -131,8 +150,8 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 // delay buffer, and nothing keeps counting as undelivered.
 func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
 	srv := watchServer(t, 100*time.Millisecond)
-	f := newControllerFaults(newRecorder(1), "ns", nil, nil)
-	rt := f.wrapTransport(http.DefaultTransport)
+	f := New(Options{Namespace: "ns"})
+	rt := f.WrapTransport(http.DefaultTransport)
 	open := func() io.ReadCloser {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 		resp, err := rt.RoundTrip(req)
@@ -154,17 +173,17 @@ func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
 	body = open()
 	_, err = io.ReadFull(body, make([]byte, 6))
 	require.NoError(t, err)
-	require.True(t, f.dropWatches())
+	require.True(t, f.DropWatches())
 	require.NoError(t, body.Close())
 
 	// Closed while its events are held back.
-	f.delayWatches(time.Hour, time.Hour)
+	f.DelayWatches(time.Hour, time.Hour)
 	body = open()
 	time.Sleep(200 * time.Millisecond) // both lines arrive and are held
 	require.NoError(t, body.Close())
 
 	// Nobody reads, then it is closed.
-	f.heal()
+	f.Heal()
 	body = open()
 	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, body.Close())
@@ -181,7 +200,7 @@ func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
 // stacksWith returns the stacks of the goroutines that have fn in theirs.
 func stacksWith(fn string) string {
 	var out []string
-	for _, g := range GoroutineStacks() {
+	for _, g := range goroutineStacks() {
 		if strings.Contains(g, fn) {
 			out = append(out, g)
 		}
@@ -192,10 +211,22 @@ func stacksWith(fn string) string {
 // goroutinesIn counts the goroutines that have fn in their stacks.
 func goroutinesIn(fn string) int {
 	n := 0
-	for _, g := range GoroutineStacks() {
+	for _, g := range goroutineStacks() {
 		if strings.Contains(g, fn) {
 			n++
 		}
 	}
 	return n
+}
+
+// goroutineStacks are the stacks of every goroutine, one a string.
+func goroutineStacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

@@ -1,38 +1,45 @@
-package harness
+package record
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kubeprop/kubeprop/properties"
 )
 
-// auditReader reads a case's requests from the API server's audit log,
-// from where the log stood when the case began.
-type auditReader struct {
+// AuditReader reads a case's requests from the API server's audit log,
+// from where the log stood when it was made.
+type AuditReader struct {
 	path      string
 	namespace string
 	offset    int64
 	requests  []properties.Request
 }
 
-func newAuditReader(path, namespace string) (*auditReader, error) {
+// NewAuditReader reads the requests of namespace from the audit log at
+// path (one JSON event a line) that are written from now on.
+func NewAuditReader(path, namespace string) (*AuditReader, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	return &auditReader{path: path, namespace: namespace, offset: st.Size()}, nil
+	return &AuditReader{path: path, namespace: namespace, offset: st.Size()}, nil
 }
 
 type auditEvent struct {
-	Verb      string    `json:"verb"`
-	UserAgent string    `json:"userAgent"`
-	Received  time.Time `json:"requestReceivedTimestamp"`
-	User      struct {
+	Verb       string    `json:"verb"`
+	RequestURI string    `json:"requestURI"`
+	UserAgent  string    `json:"userAgent"`
+	Received   time.Time `json:"requestReceivedTimestamp"`
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef *struct {
@@ -46,9 +53,9 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 }
 
-// read adds the complete lines written since the last read and returns
+// Read adds the complete lines written since the last read and returns
 // every request of the namespace so far.
-func (a *auditReader) read() ([]properties.Request, error) {
+func (a *AuditReader) Read() ([]properties.Request, error) {
 	f, err := os.Open(a.path)
 	if err != nil {
 		return a.requests, fmt.Errorf("reading the audit log: %w", err)
@@ -72,6 +79,7 @@ func (a *auditReader) read() ([]properties.Request, error) {
 			At: ev.Received, User: ev.User.Username, UserAgent: ev.UserAgent, Verb: ev.Verb,
 			Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource,
 			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name,
+			FieldManager: fieldManager(ev.RequestURI, ev.UserAgent),
 		}
 		if ev.ResponseStatus != nil {
 			req.Code = ev.ResponseStatus.Code
@@ -79,4 +87,28 @@ func (a *auditReader) read() ([]properties.Request, error) {
 		a.requests = append(a.requests, req)
 	}
 	return a.requests, nil
+}
+
+// fieldManager names the field manager a request wrote as, as the API
+// server does (prefixFromUserAgent in k8s.io/apiserver's handlers): the
+// fieldManager parameter, else the user agent up to its first slash,
+// printable characters only, at most 128 bytes.
+func fieldManager(requestURI, userAgent string) string {
+	if u, err := url.ParseRequestURI(requestURI); err == nil {
+		if m := u.Query().Get("fieldManager"); m != "" {
+			return m
+		}
+	}
+	prefix, _, _ := strings.Cut(userAgent, "/")
+	var b strings.Builder
+	for _, r := range prefix {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > 128 {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

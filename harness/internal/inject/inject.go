@@ -1,4 +1,4 @@
-package harness
+package inject
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/rest"
+	"k8s.io/apimachinery/pkg/util/sets"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -36,23 +36,38 @@ import (
 // so the trace gets them from the harness instead of the audit log.
 const UserAgentInjected = "kubeprop-injected"
 
-// errCrashed is what every call of a controller instance killed by
+// ErrCrashed is what every call of a controller instance killed by
 // CrashAfterWrite returns: a dead process gets no answers.
-var errCrashed = errors.New("the controller instance was killed by CrashAfterWrite")
+var ErrCrashed = errors.New("the controller instance was killed by CrashAfterWrite")
 
-// controllerFaults are the faults that act on an in-process controller:
-// errors answered to its writes, a crash right after one of its writes, a
-// delayed or cut watch stream. One per case; every controller instance of
-// the case goes through it.
-type controllerFaults struct {
-	rec *recorder
-	// namespace is the case's: API errors refuse only writes there. The
+// Options configure a case's Faults.
+type Options struct {
+	// Namespace is the case's: API errors refuse only writes there. The
 	// trace is the namespace's, and a controller that watches every
 	// namespace also writes to earlier cases' (still being deleted).
-	namespace string
-	scheme    *runtime.Scheme
-	mapper    meta.RESTMapper
-	onCrash   func() // starts the crashed controller's successor
+	Namespace string
+	// IsCaseNamespace tells the namespaces of other cases, whose writes
+	// are noted as foreign (ForeignWrites). Nil: none is.
+	IsCaseNamespace func(namespace string) bool
+	// Scheme and Mapper name the resource of an in-process controller's
+	// write (Client).
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+	// Refused is told of each write the faults refused (the API server
+	// never sees it, so the audit log does not either).
+	Refused func(properties.Request)
+	// Crashed is called when a CrashAfterWrite killed an instance, to
+	// start its successor.
+	Crashed func()
+}
+
+// Faults are the faults that act on the controller under test: errors
+// answered to its writes, a crash right after one of its writes, a
+// delayed or cut watch stream. One per case; every controller instance of
+// the case goes through it, in process (Client, or a rest.Config wrapped
+// with WrapTransport and WrapWrites) or as a binary (Proxy).
+type Faults struct {
+	opts Options
 
 	mu         sync.Mutex
 	failErr    faults.APIError
@@ -76,25 +91,38 @@ type controllerFaults struct {
 	heldDelivered atomic.Int64
 }
 
-func newControllerFaults(rec *recorder, namespace string, scheme *runtime.Scheme, mapper meta.RESTMapper) *controllerFaults {
-	return &controllerFaults{rec: rec, namespace: namespace, scheme: scheme, mapper: mapper, watches: map[*delayedBody]bool{}}
+// New returns a case's faults, none of them in force.
+func New(opts Options) *Faults {
+	if opts.IsCaseNamespace == nil {
+		opts.IsCaseNamespace = func(string) bool { return false }
+	}
+	if opts.Refused == nil {
+		opts.Refused = func(properties.Request) {}
+	}
+	if opts.Crashed == nil {
+		opts.Crashed = func() {}
+	}
+	return &Faults{opts: opts, watches: map[*delayedBody]bool{}}
 }
 
-// instance is one start of the controller; a crash kills only it.
-type instance struct {
-	dead atomic.Bool
-	kill func() // ends a controller process at its crash; nil in process
+// Instance is one start of the controller; a crash kills only it.
+type Instance struct {
+	// Dead is set once a CrashAfterWrite killed the instance: its calls
+	// get ErrCrashed.
+	Dead atomic.Bool
+	// Kill ends a controller process at its crash; nil in process.
+	Kill func()
 
 	mu         sync.Mutex
 	transports []http.RoundTripper
 }
 
-// track is the first rest.Config.Wrap of an instance's connection: it
+// Track is the first rest.Config.Wrap of an instance's connection: it
 // keeps the transport under the harness's wrappers. A wrapped config's
 // transport is never shared (client-go cannot cache it), so each instance
-// has its own connections, which closeConnections ends once it stopped:
+// has its own connections, which CloseConnections ends once it stopped:
 // otherwise every case leaves its HTTP/2 connections and their read loops.
-func (inst *instance) track(rt http.RoundTripper) http.RoundTripper {
+func (inst *Instance) Track(rt http.RoundTripper) http.RoundTripper {
 	switch rt.(type) {
 	case interface{ CloseIdleConnections() }, utilnet.RoundTripperWrapper:
 	default:
@@ -108,22 +136,9 @@ func (inst *instance) track(rt http.RoundTripper) http.RoundTripper {
 	return rt
 }
 
-// instanceConfig is the controller user's connection for one instance:
-// its transport tracked (closeConnections), its watch streams through the
-// watch faults, and, with writes, its writes through the API errors and
-// the crash after a write at the HTTP level (for the controllers whose
-// client the harness does not build).
-func (c *caseRun) instanceConfig(inst *instance, writes bool) *rest.Config {
-	cfg := rest.CopyConfig(c.env.controllerConfig)
-	cfg.Wrap(inst.track)
-	cfg.Wrap(c.ctlFaults.wrapTransport)
-	if writes {
-		cfg.Wrap(c.ctlFaults.wrapWrites(inst))
-	}
-	return cfg
-}
-
-func (inst *instance) closeConnections() {
+// CloseConnections closes the instance's idle connections, once it has
+// stopped.
+func (inst *Instance) CloseConnections() {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	for _, rt := range inst.transports {
@@ -132,7 +147,10 @@ func (inst *instance) closeConnections() {
 	inst.transports = nil
 }
 
-func (f *controllerFaults) failWrites(e faults.APIError, requests int, window time.Duration) {
+// FailWrites answers the controller's writes in the case's namespace
+// with e: the next requests of them, or, when requests is 0, all for
+// window.
+func (f *Faults) FailWrites(e faults.APIError, requests int, window time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failErr, f.failLeft, f.failUntil = e, requests, time.Time{}
@@ -141,24 +159,25 @@ func (f *controllerFaults) failWrites(e faults.APIError, requests int, window ti
 	}
 }
 
-// crashAfter arms the crash after the writes-th write that match names;
+// CrashAfter arms the crash after the writes-th write that match names;
 // named is told which write that was, by its verb, resource and rank
 // among writes of both since now.
-func (f *controllerFaults) crashAfter(match faults.WriteMatch, writes int, named func(faults.CrashAfterWriteStep)) {
+func (f *Faults) CrashAfter(match faults.WriteMatch, writes int, named func(faults.CrashAfterWriteStep)) {
 	f.mu.Lock()
 	f.crashLeft, f.crashMatch, f.crashSeen, f.crashNamed = writes, match, map[string]int{}, named
 	f.mu.Unlock()
 }
 
-func (f *controllerFaults) delayWatches(delay, window time.Duration) {
+// DelayWatches delays the controller's watch events by delay for window.
+func (f *Faults) DelayWatches(delay, window time.Duration) {
 	f.mu.Lock()
 	f.watchDelay, f.watchUntil = delay, time.Now().Add(window)
 	f.mu.Unlock()
 }
 
-// dropWatches cuts every open watch of the controller; it reports whether
+// DropWatches cuts every open watch of the controller; it reports whether
 // there was one.
-func (f *controllerFaults) dropWatches() bool {
+func (f *Faults) DropWatches() bool {
 	f.mu.Lock()
 	open := make([]*delayedBody, 0, len(f.watches))
 	for b := range f.watches {
@@ -171,8 +190,8 @@ func (f *controllerFaults) dropWatches() bool {
 	return len(open) > 0
 }
 
-// heal ends every controller fault; delayed watch events are delivered.
-func (f *controllerFaults) heal() {
+// Heal ends every controller fault; delayed watch events are delivered.
+func (f *Faults) Heal() {
 	f.mu.Lock()
 	f.failLeft, f.failUntil, f.crashLeft, f.watchUntil = 0, time.Time{}, 0, time.Time{}
 	f.mu.Unlock()
@@ -181,12 +200,12 @@ func (f *controllerFaults) heal() {
 // refusal returns the error to answer a write with, or nil to let it
 // through. A conflict answers only writes to an existing object; writes
 // outside the case's namespace go through.
-func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResource, name string) error {
+func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case namespace != f.namespace:
-		if isCaseNamespace(namespace) {
+	case namespace != f.opts.Namespace:
+		if f.opts.IsCaseNamespace(namespace) {
 			f.noteForeign(verb + " " + gr.Resource + " in " + namespace)
 		}
 		return nil
@@ -215,13 +234,15 @@ func (f *controllerFaults) refusal(verb, namespace string, gr schema.GroupResour
 const maxForeign = 10
 
 // noteForeign records a write into another case's namespace; f.mu held.
-func (f *controllerFaults) noteForeign(write string) {
+func (f *Faults) noteForeign(write string) {
 	if len(f.foreign) < maxForeign && !slices.Contains(f.foreign, write) {
 		f.foreign = append(f.foreign, write)
 	}
 }
 
-func (f *controllerFaults) foreignWrites() []string {
+// ForeignWrites are the controller's writes seen in other cases'
+// namespaces, "verb resource in namespace", each once, the first few.
+func (f *Faults) ForeignWrites() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.foreign)
@@ -230,7 +251,7 @@ func (f *controllerFaults) foreignWrites() []string {
 // wrote counts a write that went through (resource with its
 // subresource: "podsets/status"); it reports whether the controller dies
 // of it.
-func (f *controllerFaults) wrote(verb, resource string) bool {
+func (f *Faults) wrote(verb, resource string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.crashLeft == 0 {
@@ -258,9 +279,13 @@ func withSubresource(resource, sub string) string {
 	return resource + "/" + sub
 }
 
-// sinceHeldDelivery is the time since a watch chunk held back was last
+// Undelivered counts the watch chunks held back now: the controller has
+// events coming, so it is not idle.
+func (f *Faults) Undelivered() int64 { return f.undelivered.Load() }
+
+// SinceHeldDelivery is the time since a watch chunk held back was last
 // delivered; long ago when none was.
-func (f *controllerFaults) sinceHeldDelivery() time.Duration {
+func (f *Faults) SinceHeldDelivery() time.Duration {
 	at := f.heldDelivered.Load()
 	if at == 0 {
 		return time.Duration(math.MaxInt64)
@@ -268,7 +293,7 @@ func (f *controllerFaults) sinceHeldDelivery() time.Duration {
 	return time.Since(time.Unix(0, at))
 }
 
-func (f *controllerFaults) watchDelayNow() time.Duration {
+func (f *Faults) watchDelayNow() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if time.Now().Before(f.watchUntil) {
@@ -277,33 +302,34 @@ func (f *controllerFaults) watchDelayNow() time.Duration {
 	return 0
 }
 
-// client wraps the client of one controller instance.
-func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.WithWatch {
+// Client wraps the client of one in-process controller instance
+// (controller-runtime's client interceptor).
+func (f *Faults) Client(inst *Instance, c client.WithWatch) client.WithWatch {
 	write := func(verb, sub string, obj any, do func() error) error {
-		if inst.dead.Load() {
-			return errCrashed
+		if inst.Dead.Load() {
+			return ErrCrashed
 		}
 		gr, ns, name := f.describe(obj)
 		if err := f.refusal(verb, ns, gr, name); err != nil {
 			var status apierrors.APIStatus
 			errors.As(err, &status) // every refusal is an API status
 			code := int(status.Status().Code)
-			f.rec.injectedRequest(properties.Request{
-				At: time.Now(), User: UserController, UserAgent: UserAgentInjected,
+			f.opts.Refused(properties.Request{
+				At: time.Now(), UserAgent: UserAgentInjected,
 				Verb: verb, Resource: gr.Resource, Subresource: sub, Name: name, Code: code,
 			})
 			return err
 		}
 		err := do()
 		if err == nil && f.wrote(verb, withSubresource(gr.Resource, sub)) {
-			inst.dead.Store(true)
-			f.onCrash()
+			inst.Dead.Store(true)
+			f.opts.Crashed()
 		}
 		return err
 	}
 	read := func(do func() error) error {
-		if inst.dead.Load() {
-			return errCrashed
+		if inst.Dead.Load() {
+			return ErrCrashed
 		}
 		return do()
 	}
@@ -348,11 +374,11 @@ func (f *controllerFaults) client(inst *instance, c client.WithWatch) client.Wit
 }
 
 // describe names the resource and object a write is for.
-func (f *controllerFaults) describe(obj any) (gr schema.GroupResource, namespace, name string) {
+func (f *Faults) describe(obj any) (gr schema.GroupResource, namespace, name string) {
 	var gvk schema.GroupVersionKind
 	switch o := obj.(type) {
 	case client.Object:
-		gvk, _ = apiutil.GVKForObject(o, f.scheme)
+		gvk, _ = apiutil.GVKForObject(o, f.opts.Scheme)
 		namespace, name = o.GetNamespace(), o.GetName()
 	default:
 		// An apply configuration: its apiVersion, kind and metadata are
@@ -362,15 +388,15 @@ func (f *controllerFaults) describe(obj any) (gr schema.GroupResource, namespace
 			gvk, namespace, name = u.GroupVersionKind(), u.GetNamespace(), u.GetName()
 		}
 	}
-	if m, err := f.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+	if m, err := f.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 		return m.Resource.GroupResource(), namespace, name
 	}
 	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, namespace, name
 }
 
-// wrapTransport delays or cuts the watch streams of a controller's
+// WrapTransport delays or cuts the watch streams of a controller's
 // connections (its informers'), leaving other requests alone.
-func (f *controllerFaults) wrapTransport(rt http.RoundTripper) http.RoundTripper {
+func (f *Faults) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err != nil || req.URL.Query().Get("watch") == "" || req.URL.Query().Get("watch") == "false" {
@@ -390,7 +416,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // Two goroutines per stream, receive and deliver, both end when the
 // stream ends, is cut or is closed.
 type delayedBody struct {
-	f       *controllerFaults
+	f       *Faults
 	src     io.ReadCloser
 	out     *io.PipeReader
 	in      *io.PipeWriter
@@ -409,7 +435,7 @@ type watchChunk struct {
 	err  error // the stream's end
 }
 
-func (f *controllerFaults) delayed(src io.ReadCloser) *delayedBody {
+func (f *Faults) delayed(src io.ReadCloser) *delayedBody {
 	out, in := io.Pipe()
 	b := &delayedBody{f: f, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
 	f.mu.Lock()
@@ -542,89 +568,65 @@ func (b *delayedBody) Close() error {
 	return b.out.Close()
 }
 
-// wrapWrites injects the write faults (API errors, the crash after a
+// WrapWrites injects the write faults (API errors, the crash after a
 // write) at the HTTP level, for controllers whose client the harness does
 // not build: Func's and Process's. inst is the controller instance the
 // connection is for.
-func (f *controllerFaults) wrapWrites(inst *instance) func(http.RoundTripper) http.RoundTripper {
+func (f *Faults) WrapWrites(inst *Instance) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if inst.dead.Load() {
-				return nil, errCrashed
+			if inst.Dead.Load() {
+				return nil, ErrCrashed
 			}
-			verb := writeVerb(req)
-			if verb == "" {
+			info, ok := writeOf(req)
+			if !ok {
 				return rt.RoundTrip(req)
 			}
-			gr, ns, name, sub := resourceOf(req.URL.Path)
-			if verb == "delete" && name == "" {
-				verb = "deletecollection"
-			}
+			verb, gr, ns, name, sub := info.Verb, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Namespace, info.Name, info.Subresource
 			if err := f.refusal(verb, ns, gr, name); err != nil {
 				var status apierrors.APIStatus
 				errors.As(err, &status) // every refusal is an API status
-				f.rec.injectedRequest(properties.Request{
-					At: time.Now(), User: UserController, UserAgent: UserAgentInjected,
+				f.opts.Refused(properties.Request{
+					At: time.Now(), UserAgent: UserAgentInjected,
 					Verb: verb, Resource: gr.Resource, Subresource: sub, Name: name, Code: int(status.Status().Code),
 				})
 				return statusResponse(req, status.Status()), nil
 			}
 			resp, err := rt.RoundTrip(req)
 			if err == nil && resp.StatusCode < 300 && f.wrote(verb, withSubresource(gr.Resource, sub)) {
-				inst.dead.Store(true)
-				if inst.kill != nil {
-					inst.kill()
+				inst.Dead.Store(true)
+				if inst.Kill != nil {
+					inst.Kill()
 				}
-				f.onCrash()
+				f.opts.Crashed()
 			}
 			return resp, err
 		})
 	}
 }
 
-// writeVerb is the API verb of a write request, or "" for a read.
-func writeVerb(req *http.Request) string {
-	switch req.Method {
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	case http.MethodPatch:
-		return "patch"
-	case http.MethodDelete:
-		return "delete"
-	}
-	return ""
-}
+// requestInfos reads API request paths as the API server does.
+var requestInfos = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 
-// resourceOf reads the resource, namespace, object name and subresource
-// from an API path: /api/v1/namespaces/ns/pods/name/status,
-// /apis/g/v/res/name, ...
-func resourceOf(path string) (gr schema.GroupResource, namespace, name, sub string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		gr.Group = parts[1]
-		parts = parts[3:]
+// writeOf reads a write request of an API resource as the API server
+// does: its verb (create, update, patch, delete, deletecollection), group,
+// resource, namespace, name and subresource; ok is false for a read or a
+// request that is not of a resource. A namespace object's own namespace
+// is left empty: writing a namespace is no write in it.
+func writeOf(req *http.Request) (info *apirequest.RequestInfo, ok bool) {
+	info, err := requestInfos.NewRequestInfo(req)
+	if err != nil || !info.IsResourceRequest {
+		return nil, false
+	}
+	switch info.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
 	default:
-		return gr, "", "", ""
+		return nil, false
 	}
-	// namespaces/NS/RESOURCE..., but not a namespace's own subresource.
-	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
-		namespace, parts = parts[1], parts[2:]
+	if info.Resource == "namespaces" {
+		info.Namespace = ""
 	}
-	if len(parts) > 0 {
-		gr.Resource = parts[0]
-	}
-	if len(parts) > 1 {
-		name = parts[1]
-	}
-	if len(parts) > 2 {
-		sub = parts[2]
-	}
-	return gr, namespace, name, sub
+	return info, true
 }
 
 // statusResponse is the API server's answer with an error status.

@@ -1,0 +1,61 @@
+package scenario_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/scenario"
+)
+
+// TestWriteAndRead: a scenario reads back as written, and its header
+// gives the command that replays it: go test in the package whose
+// testdata holds it, or kubeprop replay when it names its spec file.
+func TestWriteAndRead(t *testing.T) {
+	t.Chdir(t.TempDir())
+	plan := []faults.Step{faults.NodeLossStep{Node: 1}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}}
+	s, err := scenario.New(plan, "TestConformance/podset", scenario.Expect{Outcome: scenario.Fail, Property: "converges", Message: "PodSet web has 2 of 3"})
+	require.NoError(t, err)
+
+	path := filepath.Join("controllers", "testdata", "kubeprop", "TestConformance", "podset", "converges-2.yaml")
+	require.NoError(t, s.Write(path))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "\n")
+	require.Equal(t, "# kubeprop scenario. Replay: go test -run '^TestConformance$/^podset$' -kubeprop.replay=testdata/kubeprop/TestConformance/podset/converges-2.yaml", first)
+
+	read, steps, err := scenario.ReadPlan(path, faults.Catalog())
+	require.NoError(t, err)
+	require.Equal(t, s.Expect, read.Expect)
+	require.Equal(t, plan, steps)
+
+	read.Spec = "../spec.yaml"
+	require.NoError(t, read.Write("found.yaml"))
+	b, err = os.ReadFile("found.yaml")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "# kubeprop scenario. Replay: kubeprop replay found.yaml\n"), string(b))
+}
+
+// TestReadBadFiles: each problem is named, with its fix.
+func TestReadBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"version: 2\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\n":           "has version 2; this kubeprop reads version 1",
+		"version: 1\nplan: []\nexpect: {outcome: pass}\n":                                     "empty plan",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: fail}\n":           "names no expect.property",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: maybe}\n":          `expect.outcome is "maybe"`,
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\nextra: 1\n": "malformed",
+		"version: 1\nplan: [{fault: NodeLost, node: 0}]\nexpect: {outcome: pass}\n":           "step 1",
+	} {
+		path := filepath.Join(dir, "s.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, _, err := scenario.ReadPlan(path, faults.Catalog())
+		require.ErrorContains(t, err, want, text)
+	}
+	_, err := scenario.Read(filepath.Join(dir, "none.yaml"))
+	require.ErrorContains(t, err, "reading scenario")
+}
