@@ -22,6 +22,7 @@ import (
 type managed struct {
 	manager string
 	time    time.Time
+	key     string // the whole entry, to tell an entry a change touched
 	fields  *fieldpath.Set
 }
 
@@ -30,7 +31,7 @@ type managed struct {
 func managedSets(obj *unstructured.Unstructured) []managed {
 	var out []managed
 	for _, e := range obj.GetManagedFields() {
-		m := managed{manager: e.Manager, fields: fieldpath.NewSet()}
+		m := managed{manager: e.Manager, key: managedEntryKey(e), fields: fieldpath.NewSet()}
 		if e.Time != nil {
 			m.time = e.Time.Time
 		}
@@ -55,9 +56,11 @@ type leaf struct {
 // from managedFields, the manager that owns each changed field.
 func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties.Write {
 	owners := managedSets(obj)
+	var previous []managed
 	before := map[string]leaf{}
 	if old != nil {
-		flatten(old.Object, nil, nil, append(managedSets(old), owners...), before)
+		previous = managedSets(old)
+		flatten(old.Object, nil, nil, append(previous, owners...), before)
 	}
 	after := map[string]leaf{}
 	flatten(obj.Object, nil, nil, owners, after)
@@ -73,7 +76,7 @@ func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties
 		}
 	}
 	sort.Strings(paths)
-	writer := latestWriter(old, obj)
+	writer := latestWriter(previous, owners)
 	if _, bound := after["spec.nodeName"]; writer == properties.ManagerUnknown && bound && before["spec.nodeName"].value == "" {
 		// The binding subresource sets a pod's node and PodScheduled
 		// condition without a managedFields entry.
@@ -105,28 +108,25 @@ func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties
 // write that changes none of its writer's own fields (a removal of
 // another's field, a second write within managedFields' one-second
 // resolution) leaves its entry as it was.
-func latestWriter(old, obj *unstructured.Unstructured) string {
+func latestWriter(previous, owners []managed) string {
 	before := map[string]bool{}
-	if old != nil {
-		for _, e := range old.GetManagedFields() {
-			before[managedEntryKey(e)] = true
-		}
+	for _, m := range previous {
+		before[m.key] = true
 	}
+	if w := latest(owners, func(m managed) bool { return !before[m.key] }); w != "" {
+		return w
+	}
+	return properties.ManagerUnknown
+}
+
+// latest returns the manager of the most recent entry that match
+// accepts, or "" if none does.
+func latest(sets []managed, match func(managed) bool) string {
 	best, bestTime := "", time.Time{}
-	for _, e := range obj.GetManagedFields() {
-		if before[managedEntryKey(e)] {
-			continue
+	for _, m := range sets {
+		if match(m) && (best == "" || !m.time.Before(bestTime)) {
+			best, bestTime = m.manager, m.time
 		}
-		var t time.Time
-		if e.Time != nil {
-			t = e.Time.Time
-		}
-		if best == "" || !t.Before(bestTime) {
-			best, bestTime = e.Manager, t
-		}
-	}
-	if best == "" {
-		return properties.ManagerUnknown
 	}
 	return best
 }
@@ -145,13 +145,7 @@ func managedEntryKey(e metav1.ManagedFieldsEntry) string {
 // owner returns the manager whose field set holds path, the most recent
 // one if several do; "" if none does.
 func owner(sets []managed, path fieldpath.Path) string {
-	best, bestTime := "", time.Time{}
-	for _, m := range sets {
-		if owns(m.fields, path) && (best == "" || !m.time.Before(bestTime)) {
-			best, bestTime = m.manager, m.time
-		}
-	}
-	return best
+	return latest(sets, func(m managed) bool { return owns(m.fields, path) })
 }
 
 // owns reports whether a field set holds path, or a prefix of it that it
