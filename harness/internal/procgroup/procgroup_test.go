@@ -22,10 +22,12 @@ func TestStopReachesTheGroup(t *testing.T) {
 	pidFile := filepath.Join(dir, "child.pid")
 	log, err := os.Create(filepath.Join(dir, "log"))
 	require.NoError(t, err)
-	cmd := exec.Command("sh", "-c", `trap '' TERM; sleep 300 & echo $! > `+pidFile+`; echo started; wait`)
+	cmd := exec.Command("sh", "-c", `trap '' TERM; sleep 300 & echo $! > `+pidFile+`.tmp; mv `+pidFile+`.tmp `+pidFile+`; echo started; wait`)
 	cmd.Stdout = log
 	p, err := procgroup.Start(cmd, log)
 	require.NoError(t, err)
+	// The shell writes the PID beside the file and renames it: the file
+	// appears whole.
 	require.Eventually(t, func() bool { _, err := os.Stat(pidFile); return err == nil }, 5*time.Second, 10*time.Millisecond)
 	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
