@@ -79,6 +79,9 @@ func TestConformance(t *testing.T) {
 				harness.CheckWith(t, env, target.Spec, searchOptions())
 				return
 			}
+			// The bugs' searches two at a time (go test -parallel), after
+			// the correct targets, which run one at a time.
+			t.Parallel()
 			opts := searchOptions()
 			if !userChecks {
 				opts.Checks = 20
@@ -104,8 +107,9 @@ func scenarioDir(target suite.Target) string {
 // TestSavedScenarios replays the scenario saved for each seeded bug (by
 // make demo, under testdata/kubeprop/<controller>/): each must fail as it
 // says, on every go test. The scenarios saved for a correct target are
-// false alarms once found and fixed: each must pass. One at a time: the
-// bugs' scenarios fail by timing, which cases beside them change.
+// false alarms once found and fixed: each must pass. One at a time: two at
+// once under -race, nobackoff's and clientgonobackoff's scenarios passed
+// now and then (bounded-backoff held; the cause is not found yet).
 func TestSavedScenarios(t *testing.T) {
 	for _, target := range suite.Targets() {
 		t.Run(target.Name, func(t *testing.T) {

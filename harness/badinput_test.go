@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,9 @@ func (panicky) Reconcile(context.Context, ctrl.Request) (ctrl.Result, error) {
 	panic("reconcile exploded")
 }
 
+// TestControllerMisbehaviour runs alone: beside other tests, once, its
+// panicking controller's case ended without the panic (the controller
+// writes nothing, so the case may settle before its first reconcile).
 func TestControllerMisbehaviour(t *testing.T) {
 	ctx := context.Background()
 	plan := []faults.Step{faults.ControllerRestartStep{}}
@@ -115,11 +119,12 @@ func TestControllerMisbehaviour(t *testing.T) {
 	spec.Fixtures = func(ns string) []client.Object { return []client.Object{newWidget(ns, "web", 1)} }
 	rep, err := harness.Run(ctx, env, spec, plan)
 	require.NoError(t, err)
-	require.True(t, rep.Failed())
+	require.True(t, rep.Failed(), "no panic seen; the timeline:\n%s", strings.Join(rep.Timeline, "\n"))
 	require.Equal(t, "no-panics: the controller panicked: reconcile exploded", rep.Failures[0].Message)
 }
 
 func TestFuncControllerMisbehaviour(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	plan := []faults.Step{faults.ControllerRestartStep{}}
 	spec := widgetSpec(false)
@@ -153,6 +158,7 @@ func TestFuncControllerMisbehaviour(t *testing.T) {
 // controller never stops fails the search as a harness error naming its
 // namespace and plan; the case beside it runs to its end.
 func TestHangingCaseFailsAlone(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release) // the stuck controller's goroutine ends with the test
 	var started atomic.Int32

@@ -41,6 +41,7 @@ func widgetSpec(churn bool) harness.Spec {
 // TestRunCorrectController runs one plan with every kind of step on a
 // correct controller: every property holds, and the trace saw the actors.
 func TestRunCorrectController(t *testing.T) {
+	t.Parallel()
 	plan := []faults.Step{
 		faults.NodeLossStep{Node: 0},
 		faults.ContainerKillStep{Pod: 1, ExitCode: 137},
@@ -76,6 +77,7 @@ func TestRunCorrectController(t *testing.T) {
 // the failure names both writers. The controller's removals change none of
 // its own fields, so managedFields do not name it: the audit log does.
 func TestFightNamesItsWriters(t *testing.T) {
+	t.Parallel()
 	spec := widgetSpec(false)
 	spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
 		return (&widgetReconciler{stripLabel: "team"}).setup(mgr, opts)
@@ -116,6 +118,7 @@ func TestFightNamesItsWriters(t *testing.T) {
 // TestCheckCorrectController draws plans (-rapid.checks of them) for a
 // correct controller: none may fail.
 func TestCheckCorrectController(t *testing.T) {
+	t.Parallel()
 	harness.Check(t, env, widgetSpec(false))
 }
 
@@ -165,6 +168,7 @@ func expectFailure(t *testing.T, fn func(tb *failureRecorder)) *failureRecorder 
 // seeded bug (status churn): it must fail on Quiescent, shrink the plan to
 // one step, save a scenario whose replay reproduces the failure.
 func TestCheckFindsShrinksAndReplays(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := time.Now()
 	// The churning controller never settles: short caps and a short
@@ -247,6 +251,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 // a write, delayed and cut watches. Every property holds, and the trace
 // shows each fault's effect.
 func TestRunControllerFaults(t *testing.T) {
+	t.Parallel()
 	plan := []faults.Step{
 		faults.APIErrorsStep{Error: faults.Conflict, Requests: 3},
 		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 4},

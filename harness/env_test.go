@@ -34,6 +34,10 @@ var (
 	events = &eventLog{}
 )
 
+// Tests whose cases keep to their own namespace and nodes call
+// t.Parallel: they mostly wait. Those that put bare pods on shared nodes
+// (addNodes), measure delays to the 200 ms, set flags, or count the
+// process's goroutines or the controller processes run first, alone.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == widgetProcessArg {
 		os.Exit(runWidgetProcess(os.Args[2:]))

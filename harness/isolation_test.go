@@ -27,6 +27,7 @@ import (
 // each case's pods are bound only to its own nodes, though the pods say
 // nothing of where they may go.
 func TestIsolationCasesSideBySide(t *testing.T) {
+	t.Parallel()
 	plan := []faults.Step{faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 4}}
 	reps := make([]*harness.Report, 2)
 	errs := make([]error, 2)
@@ -185,6 +186,7 @@ func TestIsolationOtherPodsStayOffCaseNodes(t *testing.T) {
 // changes only. The quiet case's trace and timeline show none of the
 // other's faults, requests or objects.
 func TestIsolationFaultsStayInTheirCase(t *testing.T) {
+	t.Parallel()
 	scale := func(n int64) faults.Step { return faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: n} }
 	faulty := []faults.Step{
 		faults.APIErrorsStep{Error: faults.Conflict, Requests: 3},
@@ -260,6 +262,7 @@ func TestIsolationFaultsStayInTheirCase(t *testing.T) {
 // case's namespace is reported by Run, and makes a search with
 // Parallel > 1 fail with an error that says what to do; Parallel 1 runs.
 func TestIsolationForeignWrites(t *testing.T) {
+	t.Parallel()
 	spec := widgetSpec(false)
 	spec.Properties = []properties.Property{properties.NoPanics()}
 	spec.Controller = harness.Func(func(ctx context.Context, cfg *rest.Config) error {

@@ -197,6 +197,7 @@ func controllerPIDs() ([]int, error) {
 
 // requireNoControllerProcess waits (30 s at most) until no process started
 // by harness.Process runs, then checks that none comes back for a second.
+// It sees every test's processes: the tests that call it run alone.
 func requireNoControllerProcess(t *testing.T) {
 	t.Helper()
 	eventually(t, 30*time.Second, "every controller process stopped", func(context.Context) (bool, string, error) {

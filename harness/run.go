@@ -209,6 +209,11 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 			return nil, fmt.Errorf("applying %s: %w", faults.Format(step), err)
 		default:
 			c.logf("step %s", faults.Format(step))
+			// An armed step waits for what comes next (its window may
+			// span the next step); any other acts now.
+			if !faults.IsArmed(step) {
+				c.recorder.Acted()
+			}
 		}
 		if err := c.Settle(ctx); err != nil {
 			return nil, err

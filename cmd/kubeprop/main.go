@@ -76,7 +76,19 @@ scenario) with the property, the message, the shrunk plan, the seed, the
 scenario and the replay command of each failure.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	discardLogs()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// discardLogs silences klog and controller-runtime's log, through which
+// the cluster's components and envtest log: kubeprop's own progress is
+// what stderr shows. At the process's start, before any goroutine logs
+// (the loggers are globals that klog reads unlocked).
+func discardLogs() {
+	klog.SetLogger(logr.Discard())
+	ctrllog.SetLogger(logr.Discard())
+}
 
 // run is the whole command, for the tests.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -415,10 +427,6 @@ func badInput(stderr io.Writer, err error) int {
 // stopped by the returned func, and on SIGINT or SIGTERM before the
 // process exits: no etcd, API server or controller outlives kubeprop.
 func startEnv(l *loadedSpec, stderr io.Writer) (*harness.Env, func(), error) {
-	// The cluster's components and envtest log through klog and
-	// controller-runtime; kubeprop's own progress is what stderr shows.
-	klog.SetLogger(logr.Discard())
-	ctrllog.SetLogger(logr.Discard())
 	fmt.Fprintf(stderr, "kubeprop: starting the hollow cluster\n")
 	env, err := harness.Start(harness.EnvOptions{CRDDirectoryPaths: l.crds, TimeScale: l.file.TimeScale})
 	if err != nil {

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building bin/podset-controller: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	discardLogs()
 	os.Exit(m.Run())
 }
 
@@ -111,6 +112,7 @@ func TestBadSpecs(t *testing.T) {
 // TestBadBinaries: a binary that exits at once and one that never
 // connects are exit code 2, with the reason.
 func TestBadBinaries(t *testing.T) {
+	t.Parallel() // each run starts a hollow cluster of its own
 	code, _, stderr := kubeprop(t, "run", "-checks", "1", "-out", t.TempDir(),
 		writeSpec(t, "controller: {command: sh, args: [-c, 'echo no config for me >&2; exit 3']}\n", ""))
 	require.Equal(t, exitBadInput, code)
@@ -127,6 +129,7 @@ func TestBadBinaries(t *testing.T) {
 // PodSet controller passes; its seeded-bug twin fails bounded-backoff,
 // and its scenario replays with the same failure.
 func TestRunAndReplay(t *testing.T) {
+	t.Parallel() // each run starts a hollow cluster of its own
 	out := t.TempDir()
 	code, stdout, _ := kubeprop(t, "run", "-checks", "3", "-seed", "7", "-out", out, "../../testdata/podset/spec.yaml")
 	require.Equal(t, exitPass, code)
@@ -198,6 +201,7 @@ func readJUnit(t *testing.T, path string) junitSuites {
 // group by another writer is replaced but never removed, and the status
 // counts it as a ready worker.
 func TestRayOperator(t *testing.T) {
+	t.Parallel() // each run starts a hollow cluster of its own
 	if _, err := os.Stat("../../bin/kuberay/v1.5.0/ray-operator"); err != nil {
 		t.Fatalf("the ray-operator binary is missing (%v): run make bins, which builds it into bin/kuberay/v1.5.0", err)
 	}

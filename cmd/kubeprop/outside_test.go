@@ -63,6 +63,7 @@ func TestConformance(t *testing.T) { harness.Check(t, env, spec) }
 // built, so that nothing is built again), with neither KUBEPROP_ASSETS nor
 // KUBEBUILDER_ASSETS set and no bin/ folder above it.
 func TestOutsideRepository(t *testing.T) {
+	t.Parallel()
 	repo, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	built := filepath.Join(repo, "bin", "k8s", cluster.KubernetesVersion)
@@ -71,11 +72,6 @@ func TestOutsideRepository(t *testing.T) {
 	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
 	require.NoError(t, err)
 	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
-	for _, v := range []string{"KUBEPROP_ASSETS", "KUBEBUILDER_ASSETS"} {
-		t.Setenv(v, "") // restored after the test
-		require.NoError(t, os.Unsetenv(v))
-	}
 	dir := filepath.Join(cache, "kubeprop", "k8s", cluster.KubernetesVersion)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	binaries, err := os.ReadDir(built)
@@ -83,11 +79,6 @@ func TestOutsideRepository(t *testing.T) {
 	for _, b := range binaries {
 		linkOrCopy(t, filepath.Join(built, b.Name()), filepath.Join(dir, b.Name()))
 	}
-
-	code, stdout, stderr := kubeprop(t, "bins", "--print-path")
-	require.Equal(t, exitPass, code)
-	require.Equal(t, dir+"\n", stdout)
-	require.Equal(t, 4, strings.Count(stderr, "there already"))
 
 	mod := t.TempDir()
 	files := map[string]string{
@@ -100,16 +91,29 @@ func TestOutsideRepository(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(mod, "config", "crd"), 0o755))
 	linkOrCopy(t, filepath.Join(repo, "testdata", "crds", "podsets.yaml"), filepath.Join(mod, "config", "crd", "podsets.yaml"))
 
-	goCmd := func(args ...string) string {
+	// The commands run with the user cache moved and neither asset
+	// variable set: their environment only, as the test runs beside others.
+	var childEnv []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBEPROP_ASSETS=") && !strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") && !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+			childEnv = append(childEnv, kv)
+		}
+	}
+	childEnv = append(childEnv, "XDG_CACHE_HOME="+cache, "GOFLAGS=-mod=mod", "GOWORK=off", "GOCACHE="+strings.TrimSpace(string(goCache)))
+	goCmd := func(args ...string) (string, string) {
 		cmd := exec.Command("go", args...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOCACHE="+strings.TrimSpace(string(goCache)))
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "go %s in the module outside:\n%s", strings.Join(args, " "), out)
-		return string(out)
+		cmd.Dir, cmd.Env = mod, childEnv
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		require.NoError(t, err, "go %s in the module outside:\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
+		return stdout.String(), stderr.String()
 	}
 	goCmd("mod", "tidy")
-	out := goCmd("test", "-count=1", "-v", "-run", "TestConformance", ".", "-rapid.checks=2")
+	stdout, stderr := goCmd("run", "github.com/kubeprop/kubeprop/cmd/kubeprop", "bins", "--print-path")
+	require.Equal(t, dir+"\n", stdout)
+	require.Equal(t, 4, strings.Count(stderr, "there already"), stderr)
+	out, _ := goCmd("test", "-count=1", "-v", "-run", "TestConformance", ".", "-rapid.checks=2")
 	require.Contains(t, out, "--- PASS: TestConformance")
 }
 

@@ -39,7 +39,7 @@ import (
 )
 
 func main() {
-	only := flag.String("only", "", "run only the controllers whose name contains this (a comma-separated list: any of these)")
+	only := flag.String("only", "", "run only the controller of this name, or those whose name contains this (a comma-separated list: any of these)")
 	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
 	flag.BoolVar(&focused, "focused", false, "search each bug with the faults that reveal it only, as go test does")
 	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
@@ -267,13 +267,19 @@ func verdict(rep *harness.Report) string {
 	return "pass"
 }
 
-// selected reports whether a target's name contains one of the
-// comma-separated parts of only.
+// selected reports whether a target is named by one of the
+// comma-separated parts of only: a part that is a target's whole name
+// selects that target alone (podset, not clientgo-podset), another part
+// every target whose name contains it.
 func selected(name, only string) bool {
 	for _, part := range strings.Split(only, ",") {
-		if strings.Contains(name, part) {
+		if part == name || !isTargetName(part) && strings.Contains(name, part) {
 			return true
 		}
 	}
 	return false
+}
+
+func isTargetName(s string) bool {
+	return slices.ContainsFunc(suite.Targets(), func(t suite.Target) bool { return t.Name == s })
 }

@@ -137,15 +137,28 @@ func (inst *Instance) Track(rt http.RoundTripper) http.RoundTripper {
 }
 
 // CloseConnections closes the instance's idle connections, once it has
-// stopped.
+// stopped, and again after 1 s and 5 s: a connection whose last stream
+// (a watch) was still closing at the stop goes idle only then, and would
+// otherwise stay open with its read loop (seen on a loaded machine).
 func (inst *Instance) CloseConnections() {
 	inst.mu.Lock()
-	defer inst.mu.Unlock()
-	for _, rt := range inst.transports {
-		utilnet.CloseIdleConnectionsFor(rt)
-	}
+	transports := inst.transports
 	inst.transports = nil
+	inst.mu.Unlock()
+	closeIdle := func() {
+		for _, rt := range transports {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+	}
+	closeIdle()
+	for _, after := range closeAgainAfter {
+		time.AfterFunc(after, closeIdle)
+	}
 }
+
+// closeAgainAfter are the delays after a stop at which CloseConnections
+// closes the instance's idle connections again.
+var closeAgainAfter = []time.Duration{time.Second, 5 * time.Second}
 
 // FailWrites answers the controller's writes in the case's namespace
 // with e: the next requests of them, or, when requests is 0, all for

@@ -141,6 +141,18 @@ func TestStatesFollowResourceVersions(t *testing.T) {
 	require.Equal(t, time.Second, r.SinceLastWrite())
 }
 
+// TestActedIsActivity: an action of the harness restarts the quiet period
+// as a write would, before anything it set off has been seen.
+func TestActedIsActivity(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	r := New(Options{Clock: clk})
+	require.Greater(t, r.SinceLastWrite(), time.Hour, "nothing has happened yet")
+	r.Acted()
+	require.Zero(t, r.SinceLastWrite())
+	clk.SetTime(clk.Now().Add(300 * time.Millisecond))
+	require.Equal(t, 300*time.Millisecond, r.SinceLastWrite())
+}
+
 // TestFaultManagerWritesAreEvents: a write by a fault injector's field
 // manager is an event (what follows it was driven).
 func TestFaultManagerWritesAreEvents(t *testing.T) {
