@@ -76,7 +76,7 @@ type managerController struct {
 
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &inject.Instance{}
+	inst := &inject.Instance{Linger: c.env.linger}
 	// Its client injects the write faults (NewClient below).
 	cfg := c.instanceConfig(inst, false)
 	mgr, err := manager.New(cfg, manager.Options{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -80,7 +81,11 @@ type Env struct {
 	storage          *storage.Provisioner
 
 	stopIdleCloser chan struct{} // ends the ticker of closeIdleConnections
-	stopOnce       sync.Once
+	lingering      struct {
+		sync.Mutex
+		transports map[http.RoundTripper]int // ticks left
+	}
+	stopOnce sync.Once
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
@@ -195,8 +200,19 @@ const idleConnectionsEvery = 5 * time.Second
 // are over, the extra connections would stay open, idle, for 90 s
 // (client-go's idle timeout). A case's teardown calls it, and so does a
 // ticker: a connection whose last stream was still closing at a teardown
-// goes idle only after it.
+// goes idle only after it. The ticker does the same for the transports of
+// stopped controller instances (linger), for two ticks.
 func (e *Env) closeIdleConnections() {
+	e.lingering.Lock()
+	for rt, left := range e.lingering.transports {
+		utilnet.CloseIdleConnectionsFor(rt)
+		if left <= 1 {
+			delete(e.lingering.transports, rt)
+		} else {
+			e.lingering.transports[rt] = left - 1
+		}
+	}
+	e.lingering.Unlock()
 	for _, cfg := range []*rest.Config{e.Config(), e.userConfig, e.kubeletConfig, e.controllerConfig} {
 		if cfg == nil {
 			continue
@@ -205,6 +221,19 @@ func (e *Env) closeIdleConnections() {
 		if rt, err := rest.TransportFor(cfg); err == nil {
 			utilnet.CloseIdleConnectionsFor(rt)
 		}
+	}
+}
+
+// linger keeps a stopped controller instance's transports for the ticker
+// of closeIdleConnections (inject.Instance.Linger).
+func (e *Env) linger(transports []http.RoundTripper) {
+	e.lingering.Lock()
+	defer e.lingering.Unlock()
+	if e.lingering.transports == nil {
+		e.lingering.transports = map[http.RoundTripper]int{}
+	}
+	for _, rt := range transports {
+		e.lingering.transports[rt] = 2
 	}
 }
 

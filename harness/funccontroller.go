@@ -34,7 +34,7 @@ type funcController struct {
 
 func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &inject.Instance{}
+	inst := &inject.Instance{Linger: c.env.linger}
 	cfg := c.instanceConfig(inst, true)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -63,7 +63,7 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 	c.reachable.Store(true)
 	// The proxy's handlers read kill; it is set before any of them runs.
 	var running atomic.Pointer[controllerProcess]
-	inst := &inject.Instance{Kill: func() {
+	inst := &inject.Instance{Linger: c.env.linger, Kill: func() {
 		if p := running.Load(); p != nil {
 			p.Kill()
 		}

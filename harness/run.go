@@ -306,7 +306,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 		return err
 	}
 	c.stopController = stop
-	c.recorder.ControllerStarted()
+	c.recorder.Acted()
 	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
 	if err := c.settle(ctx, c.spec.Setup); err != nil {
 		return err

@@ -177,7 +177,7 @@ func (c *caseRun) RestartController(ctx context.Context) error {
 		return fmt.Errorf("restarting the controller: %w", err)
 	}
 	c.stopController = stop
-	c.recorder.ControllerStarted()
+	c.recorder.Acted()
 	return nil
 }
 

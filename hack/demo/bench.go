@@ -40,8 +40,9 @@ func bench(env *harness.Env, only string, seeds int) int {
 	detection := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(detection, "controller\tseeds\tcaught as expected\tfirst failure\tits plan number\tshrunk plan\tshrunk steps (minimum)\n")
 	code := 0
-	for _, target := range suite.Targets() {
-		if !selected(target.Name, only) {
+	targets := suite.Targets()
+	for _, target := range targets {
+		if !selected(target, targets, only) {
 			continue
 		}
 		var row string

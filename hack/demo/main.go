@@ -144,8 +144,9 @@ func run(only string, seeds int, memProfile string) (code int) {
 	}
 	atOnce := make(chan struct{}, max(1, targetsAtOnce))
 	var wg sync.WaitGroup
-	for i, target := range suite.Targets() {
-		if !selected(target.Name, only) {
+	targets := suite.Targets()
+	for i, target := range targets {
+		if !selected(target, targets, only) {
 			continue
 		}
 		atOnce <- struct{}{}
@@ -267,19 +268,16 @@ func verdict(rep *harness.Report) string {
 	return "pass"
 }
 
-// selected reports whether a target is named by one of the
-// comma-separated parts of only: a part that is a target's whole name
-// selects that target alone (podset, not clientgo-podset), another part
-// every target whose name contains it.
-func selected(name, only string) bool {
+// selected reports whether target is named by one of the comma-separated
+// parts of only: a part that is a target's whole name selects that target
+// alone (podset, not clientgo-podset), another part every target whose
+// name contains it.
+func selected(target suite.Target, targets []suite.Target, only string) bool {
 	for _, part := range strings.Split(only, ",") {
-		if part == name || !isTargetName(part) && strings.Contains(name, part) {
+		whole := slices.ContainsFunc(targets, func(t suite.Target) bool { return t.Name == part })
+		if part == target.Name || !whole && strings.Contains(target.Name, part) {
 			return true
 		}
 	}
 	return false
-}
-
-func isTargetName(s string) bool {
-	return slices.ContainsFunc(suite.Targets(), func(t suite.Target) bool { return t.Name == s })
 }

@@ -112,6 +112,9 @@ type Instance struct {
 	Dead atomic.Bool
 	// Kill ends a controller process at its crash; nil in process.
 	Kill func()
+	// Linger, if set, gets the transports of a stopped instance, to close
+	// their idle connections again a little later.
+	Linger func([]http.RoundTripper)
 
 	mu         sync.Mutex
 	transports []http.RoundTripper
@@ -137,28 +140,20 @@ func (inst *Instance) Track(rt http.RoundTripper) http.RoundTripper {
 }
 
 // CloseConnections closes the instance's idle connections, once it has
-// stopped, and again after 1 s and 5 s: a connection whose last stream
-// (a watch) was still closing at the stop goes idle only then, and would
-// otherwise stay open with its read loop (seen on a loaded machine).
+// stopped, and hands its transports to Linger: a connection whose last
+// stream (a watch) was still closing at the stop goes idle only later.
 func (inst *Instance) CloseConnections() {
 	inst.mu.Lock()
 	transports := inst.transports
 	inst.transports = nil
 	inst.mu.Unlock()
-	closeIdle := func() {
-		for _, rt := range transports {
-			utilnet.CloseIdleConnectionsFor(rt)
-		}
+	for _, rt := range transports {
+		utilnet.CloseIdleConnectionsFor(rt)
 	}
-	closeIdle()
-	for _, after := range closeAgainAfter {
-		time.AfterFunc(after, closeIdle)
+	if inst.Linger != nil && len(transports) > 0 {
+		inst.Linger(transports)
 	}
 }
-
-// closeAgainAfter are the delays after a stop at which CloseConnections
-// closes the instance's idle connections again.
-var closeAgainAfter = []time.Duration{time.Second, 5 * time.Second}
 
 // FailWrites answers the controller's writes in the case's namespace
 // with e: the next requests of them, or, when requests is 0, all for

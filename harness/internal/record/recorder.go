@@ -385,15 +385,11 @@ func (r *Recorder) Idle() bool {
 	return true
 }
 
-// ControllerStarted counts a controller's start as activity: one that
-// writes only once its informers have synced (Func, Process: the harness
-// does not see their queues) must not find the system settled before it
-// has begun.
-func (r *Recorder) ControllerStarted() { r.Acted() }
-
-// Acted counts an action of the harness (a controller's start, a step
-// that acts at once) as activity: what it set off reaches the recorder's
-// watches only later, and a settle that ends before it (a loaded machine)
+// Acted counts an action of the harness as activity: what it set off
+// reaches the recorder's watches only later. A controller that writes
+// only once its informers have synced (Func, Process: the harness does not
+// see their queues) must not find the system settled before it has begun;
+// a step's settle that ends before its effect shows (a loaded machine)
 // lets the heal undo a fault that has not shown yet.
 func (r *Recorder) Acted() {
 	r.mu.Lock()
