@@ -76,7 +76,7 @@ type managerController struct {
 
 func (m managerController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &inject.Instance{Linger: c.env.linger}
+	inst := c.newInstance(nil)
 	// Its client injects the write faults (NewClient below).
 	cfg := c.instanceConfig(inst, false)
 	mgr, err := manager.New(cfg, manager.Options{
@@ -143,6 +143,13 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 		}
 	}
 	return stop, nil
+}
+
+// newInstance is one start of the case's controller: its transports are
+// closed again by the Env's ticker once it stops (Linger); kill ends its
+// process at a crash (nil in process).
+func (c *caseRun) newInstance(kill func()) *inject.Instance {
+	return &inject.Instance{Linger: c.env.linger, Kill: kill}
 }
 
 // instanceConfig is the controller user's connection for one instance:

@@ -136,7 +136,10 @@ func Start(opts EnvOptions) (*Env, error) {
 		return nil, errors.Join(err, e.Stop())
 	}
 	e.stopIdleCloser = make(chan struct{})
-	go wait.Until(e.closeIdleConnections, idleConnectionsEvery, e.stopIdleCloser)
+	go wait.Until(func() {
+		e.closeLingering()
+		e.closeIdleConnections()
+	}, idleConnectionsEvery, e.stopIdleCloser)
 	return e, nil
 }
 
@@ -200,19 +203,8 @@ const idleConnectionsEvery = 5 * time.Second
 // are over, the extra connections would stay open, idle, for 90 s
 // (client-go's idle timeout). A case's teardown calls it, and so does a
 // ticker: a connection whose last stream was still closing at a teardown
-// goes idle only after it. The ticker does the same for the transports of
-// stopped controller instances (linger), for two ticks.
+// goes idle only after it.
 func (e *Env) closeIdleConnections() {
-	e.lingering.Lock()
-	for rt, left := range e.lingering.transports {
-		utilnet.CloseIdleConnectionsFor(rt)
-		if left <= 1 {
-			delete(e.lingering.transports, rt)
-		} else {
-			e.lingering.transports[rt] = left - 1
-		}
-	}
-	e.lingering.Unlock()
 	for _, cfg := range []*rest.Config{e.Config(), e.userConfig, e.kubeletConfig, e.controllerConfig} {
 		if cfg == nil {
 			continue
@@ -224,8 +216,25 @@ func (e *Env) closeIdleConnections() {
 	}
 }
 
-// linger keeps a stopped controller instance's transports for the ticker
-// of closeIdleConnections (inject.Instance.Linger).
+// closeLingering closes the idle connections of the transports of stopped
+// controller instances (linger), on the ticker's next two ticks only: a
+// teardown's call of closeIdleConnections must not use up their ticks
+// (with cases side by side, teardowns come every second or so).
+func (e *Env) closeLingering() {
+	e.lingering.Lock()
+	defer e.lingering.Unlock()
+	for rt, left := range e.lingering.transports {
+		utilnet.CloseIdleConnectionsFor(rt)
+		if left <= 1 {
+			delete(e.lingering.transports, rt)
+		} else {
+			e.lingering.transports[rt] = left - 1
+		}
+	}
+}
+
+// linger keeps a stopped controller instance's transports for the
+// ticker's closeLingering (inject.Instance.Linger).
 func (e *Env) linger(transports []http.RoundTripper) {
 	e.lingering.Lock()
 	defer e.lingering.Unlock()

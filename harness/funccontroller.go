@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/kubeprop/kubeprop/harness/internal/inject"
 )
 
 // funcStartGrace is how long a Func controller must keep running for the
@@ -34,7 +32,7 @@ type funcController struct {
 
 func (f funcController) start(ctx context.Context, c *caseRun) (func() error, error) {
 	c.reachable.Store(true)
-	inst := &inject.Instance{Linger: c.env.linger}
+	inst := c.newInstance(nil)
 	cfg := c.instanceConfig(inst, true)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

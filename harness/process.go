@@ -63,11 +63,11 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 	c.reachable.Store(true)
 	// The proxy's handlers read kill; it is set before any of them runs.
 	var running atomic.Pointer[controllerProcess]
-	inst := &inject.Instance{Linger: c.env.linger, Kill: func() {
+	inst := c.newInstance(func() {
 		if p := running.Load(); p != nil {
 			p.Kill()
 		}
-	}}
+	})
 	dir := c.env.Cluster.Dir()
 	kubeconfig := filepath.Join(dir, fmt.Sprintf("controller-%s-%d.kubeconfig", c.namespace, caseSeq.Add(1)))
 	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
