@@ -122,7 +122,9 @@ type Target interface {
 	DelayWatches(delay, window time.Duration) error
 	// DropWatches cuts the controller's open watches.
 	DropWatches() error
-	// Settle waits until the controller and the cluster are quiet.
+	// Settle waits until the controller and the cluster are quiet. Its
+	// error ends the step: it is also how the harness ends a case whose
+	// property failed for good, so return it wrapped with %w or as it is.
 	Settle(ctx context.Context) error
 }
 

@@ -76,16 +76,23 @@ func TestRunCorrectController(t *testing.T) {
 // reconcile, a label another writer keeps setting fails no-fight-loop, and
 // the failure names both writers. The controller's removals change none of
 // its own fields, so managedFields do not name it: the audit log does.
+// The fight is a failure more trace cannot change: the case ends with it,
+// and the step after it is not run.
 func TestFightNamesItsWriters(t *testing.T) {
 	t.Parallel()
 	spec := widgetSpec(false)
 	spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
 		return (&widgetReconciler{stripLabel: "team"}).setup(mgr, opts)
 	})
-	plan := []faults.Step{faults.ConflictingWriterStep{Selector: "widget=web", Field: "metadata.labels[team]", Text: "a", Rounds: 5}}
+	plan := []faults.Step{
+		faults.ConflictingWriterStep{Selector: "widget=web", Field: "metadata.labels[team]", Text: "a", Rounds: 5},
+		faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 5},
+	}
 	rep, err := harness.Run(context.Background(), env, spec, plan)
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
+	require.Equal(t, []int{1}, rep.Unrun, "timeline:\n%s", timeline)
+	require.Len(t, rep.Times.Steps, 1)
 	var fight string
 	for _, f := range rep.Failures {
 		if f.Property == "no-fight-loop" {

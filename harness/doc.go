@@ -13,7 +13,10 @@
 //   - Find is the same search as a value, for tools (kubeprop run, the
 //     demo): SearchOptions in, a Finding out.
 //   - Run carries out one plan and returns its Report: the trace, the
-//     failures, the timeline, where the time went.
+//     failures, the timeline, where the time went. The properties judge
+//     the trace at the end of each step's settle too: a failure no more
+//     trace can undo ends the case, and the steps left are not run
+//     (Report.Unrun).
 //   - Replay and ReplayDir run saved scenarios again, each checked against
 //     the outcome it expects.
 //

@@ -39,7 +39,13 @@ type Report struct {
 	// zone of its nodes.
 	Namespace string
 	Plan      []faults.Step
-	// Failures are the properties that failed, in the Spec's order.
+	// Failures are the properties that failed, in the Spec's order. A
+	// failure found at the end of a step's settle that more trace cannot
+	// change (a safety property violated, a retry streak beyond its
+	// budget) ends the case;
+	// after the heal, the first failure in the Spec's order does, once the
+	// properties before it are decided. The properties still undecided
+	// then are not among them.
 	Failures []Failure
 	// Timeline is the case, step by step, for the log.
 	Timeline []string
@@ -48,6 +54,9 @@ type Report struct {
 	// NoOps are the indices in Plan of the steps that no longer applied
 	// (a NodeRecover of a node never lost): the shrinker drops them first.
 	NoOps []int
+	// Unrun are the indices in Plan of the steps not run because a
+	// property had failed before them: the shrinker drops them first too.
+	Unrun []int
 	// ForeignWrites are the controller's writes into other cases'
 	// namespaces ("create pods in kp-7"), each once: such a controller
 	// cannot share the cluster with cases running beside it.
@@ -121,6 +130,14 @@ type caseRun struct {
 
 	step  int   // the index of the step being applied
 	noOps []int // the steps that no longer applied
+	unrun []int // the steps after a failure was in
+
+	// verdicts are the properties' verdicts so far, checked at the end of
+	// each settle during the steps, and after the heal.
+	verdicts []properties.Verdict
+	// failedInSteps: a property failed during the steps, which ended them.
+	failedInSteps bool
+	checkTook     time.Duration // how long the last check took
 
 	logMu    sync.Mutex // guards timeline and named
 	timeline []string
@@ -165,6 +182,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		},
 		Crashed: c.crashed,
 	})
+	c.verdicts = make([]properties.Verdict, len(spec.Properties))
 	ctx = withCase(ctx, c)
 	c.ctx = ctx
 	defer trackCase(c)()
@@ -192,16 +210,27 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 		}
 	}()
 
-	if err := c.setup(ctx, n); err != nil {
+	// A failure that more trace cannot change ends the steps: the steps
+	// after it cannot undo it, and the shrinker drops them at once.
+	err = c.setup(ctx, n)
+	decided := errors.Is(err, errDecided)
+	if err != nil && !decided {
 		return nil, err
 	}
 	times.Setup = time.Since(c.started)
 	for i, step := range plan {
+		if decided {
+			c.unrun = append(c.unrun, i)
+			continue
+		}
 		c.step = i
 		at := time.Now()
 		c.recorder.Event(stepEvent(step, at))
 		err := step.Apply(ctx, c)
 		switch {
+		case errors.Is(err, errDecided):
+			decided = true
+			c.logf("step %s", faults.Format(step))
 		case errors.Is(err, faults.ErrNoOp):
 			c.noOps = append(c.noOps, i)
 			c.logf("step %s: %v", faults.Format(step), err)
@@ -215,14 +244,25 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 				c.recorder.Acted()
 			}
 		}
-		if err := c.Settle(ctx); err != nil {
-			return nil, err
+		if !decided {
+			err := c.Settle(ctx)
+			decided = errors.Is(err, errDecided)
+			if err != nil && !decided {
+				return nil, err
+			}
 		}
 		if err := c.takeCrashErr(); err != nil {
 			return nil, err
 		}
-		c.logf("settled")
+		if decided {
+			c.logf("a property failed: %s", c.failedSoFar())
+		} else {
+			c.logf("settled")
+		}
 		times.Steps = append(times.Steps, time.Since(at))
+	}
+	if len(c.unrun) > 0 {
+		c.logf("steps not run: %d of %d", len(c.unrun), len(plan))
 	}
 	healing := time.Now()
 	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
@@ -309,6 +349,9 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	c.recorder.Acted()
 	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
 	if err := c.settle(ctx, c.spec.Setup); err != nil {
+		if errors.Is(err, errDecided) {
+			c.logf("a property failed before the first step: %s", c.failedSoFar())
+		}
 		return err
 	}
 	c.logf("settled")
@@ -341,41 +384,75 @@ func (c *caseRun) watchedResources() ([]schema.GroupVersionResource, error) {
 	return out, nil
 }
 
-// judge checks the properties on the growing trace until every verdict
-// is in or the longest horizon has passed.
+// errDecided ends a case's steps: a property failed, and more trace
+// cannot change that.
+var errDecided = errors.New("a property failed")
+
+// check judges the trace so far with the properties whose verdict is not
+// in. open is set while a property is undecided within its horizon from
+// healed (zero before the heal). decided is set when the case's outcome
+// is in: during the steps, when a property failed; after the heal, when
+// one failed during the steps, or when one failed and every property
+// before it in the Spec's order is decided. After the heal the first
+// failure in the Spec's order is the one reported, so that a property
+// whose deadline is short (quiescent) does not take the place of the one
+// before it that waits out a longer one (converges): the same plan is
+// reported by the same property, run after run.
+func (c *caseRun) check(final bool, healed time.Time) (tr *properties.Trace, open, decided bool, err error) {
+	start := time.Now()
+	defer func() { c.checkTook = time.Since(start) }()
+	requests, err := c.audit.Read()
+	if err != nil {
+		return nil, false, false, err
+	}
+	tr = c.recorder.Trace(requests, final)
+	for i, p := range c.spec.Properties {
+		if !c.verdicts[i].Done {
+			c.verdicts[i] = p.Check(tr)
+		}
+		v := c.verdicts[i]
+		if v.Err != nil && (healed.IsZero() || c.failedInSteps || !open) {
+			decided = true
+		}
+		open = open || !v.Done && (healed.IsZero() || time.Since(healed) < p.Horizon())
+	}
+	if decided && healed.IsZero() {
+		c.failedInSteps = true
+	}
+	return tr, open, decided, nil
+}
+
+// failedSoFar names the properties that failed so far.
+func (c *caseRun) failedSoFar() string {
+	var names []string
+	for i, v := range c.verdicts {
+		if v.Err != nil {
+			names = append(names, c.spec.Properties[i].Name())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// judge checks the properties on the growing trace until the outcome is
+// in or the longest horizon has passed.
 func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error) {
 	healed := time.Now()
-	verdicts := make([]properties.Verdict, len(c.spec.Properties))
 	var tr *properties.Trace
 	for final := false; ; {
-		checking := time.Now()
-		requests, err := c.audit.Read()
+		// The case ends when its outcome is in (see check; the
+		// properties undecided then stay so), or when every verdict is in
+		// or the undecided ones' horizons have passed: safety properties
+		// (horizon 0) then get their final verdict on the whole trace.
+		var open, decided bool
+		var err error
+		tr, open, decided, err = c.check(final, healed)
 		if err != nil {
 			return nil, err
 		}
-		tr = c.recorder.Trace(requests, final)
-		// The case ends when every verdict is in, or its property's
-		// horizon has passed: safety properties (horizon 0) then get
-		// their final verdict on the whole trace.
-		open, decided := false, false
-		for i, p := range c.spec.Properties {
-			if !verdicts[i].Done {
-				verdicts[i] = p.Check(tr)
-				open = open || !verdicts[i].Done && time.Since(healed) < p.Horizon()
-			}
-			// The first failure in the Spec's order is the one reported:
-			// once it is in, with every property before it decided, the
-			// rest cannot change the outcome.
-			if !open && verdicts[i].Err != nil {
-				decided = true
-				break
-			}
-		}
-		if final {
+		if final || decided {
 			break
 		}
-		final = !open || decided
-		if final {
+		if final = !open; final {
 			continue
 		}
 		// A check of a long trace (a controller that churns thousands of
@@ -384,14 +461,14 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(max(200*time.Millisecond, time.Since(checking))):
+		case <-time.After(max(200*time.Millisecond, c.checkTook)):
 		}
 	}
-	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, ForeignWrites: c.ctlFaults.ForeignWrites()}
+	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, Unrun: c.unrun, ForeignWrites: c.ctlFaults.ForeignWrites()}
 	if len(rep.ForeignWrites) > 0 {
 		c.logf("the controller wrote into other cases' namespaces: %s", strings.Join(rep.ForeignWrites, "; "))
 	}
-	for i, v := range verdicts {
+	for i, v := range c.verdicts {
 		name := c.spec.Properties[i].Name()
 		if v.Err != nil {
 			rep.Failures = append(rep.Failures, Failure{Property: name, index: i, Message: v.Err.Error(), Detail: v.Detail})

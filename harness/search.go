@@ -35,7 +35,8 @@ import (
 // with Parallel > 1, no plan after it is started once it is known, and
 // the plans before it still running finish first. Shrinking keeps each
 // change after which the same property still fails: it drops the steps
-// the case recorded as no-ops together (one run), then tries each step
+// the case recorded as no-ops, and those it did not run because a
+// property had already failed, together (one run), then tries each step
 // alone, then dropping each step, then each step's simpler forms
 // (faults.Simpler), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
@@ -433,11 +434,12 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 		return true
 	}
 	for time.Now().Before(deadline) {
-		// The steps that did nothing, all at once.
-		if len(rep.NoOps) > 0 && len(rep.NoOps) < len(rep.Plan) {
+		// The steps that did nothing or never ran (a property had failed
+		// before them), all at once.
+		if dropped := len(rep.NoOps) + len(rep.Unrun); dropped > 0 && dropped < len(rep.Plan) {
 			var kept []faults.Step
 			for i, st := range rep.Plan {
-				if !slices.Contains(rep.NoOps, i) {
+				if !slices.Contains(rep.NoOps, i) && !slices.Contains(rep.Unrun, i) {
 					kept = append(kept, st)
 				}
 			}

@@ -139,3 +139,40 @@ func TestOnCaseOneAtATime(t *testing.T) {
 	require.Equal(t, int32(8), calls.Load())
 	require.Equal(t, int32(1), most.Load())
 }
+
+// TestShrinkDropsUnrunStepsFirst: the steps a case did not run, because a
+// property had failed before them, go in the shrinker's first candidate,
+// together with the no-ops: one run takes the plan to what ran.
+func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
+	step := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+	var mu sync.Mutex
+	var ran []string
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, faults.FormatPlan(plan))
+		rep := &Report{Plan: plan}
+		// Step 5 fails the case as it runs; step 7 does nothing.
+		for i, st := range plan {
+			switch {
+			case st == step(5):
+				rep.Failures = []Failure{{Property: "at-most-replicas"}}
+				for j := i + 1; j < len(plan); j++ {
+					rep.Unrun = append(rep.Unrun, j)
+				}
+				return rep, nil
+			case st == step(7):
+				rep.NoOps = append(rep.NoOps, i)
+			}
+		}
+		return rep, nil
+	}
+	first, err := s.run(context.Background(), []faults.Step{step(7), step(1), step(5), step(2), step(3)})
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	require.Equal(t, []int{3, 4}, first.Unrun)
+	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", ran)
+	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), ran[1], "the first candidate drops the no-op and the unrun steps at once")
+}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -275,8 +276,16 @@ func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 			c.ctlFaults.Undelivered() == 0 && c.ctlFaults.SinceHeldDelivery() >= c.spec.SettleQuiet &&
 			c.env.Kubelets.Terminating(c.namespace) == 0, nil
 	})
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil:
+		return nil // the settle's cap: the steps go on
+	}
+	// Settled, every change is in: the properties judge the trace so far
+	// (see caseRun.check).
+	if _, _, decided, err := c.check(false, time.Time{}); err != nil || decided {
+		return cmp.Or(err, errDecided)
 	}
 	return nil
 }
