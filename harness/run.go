@@ -137,7 +137,9 @@ type caseRun struct {
 	verdicts []properties.Verdict
 	// failedInSteps: a property failed during the steps, which ended them.
 	failedInSteps bool
-	checkTook     time.Duration // how long the last check took
+	// armedRan: an armed step ran; the steps are no longer judged.
+	armedRan  bool
+	checkTook time.Duration // how long the last check took
 
 	logMu    sync.Mutex // guards timeline and named
 	timeline []string
@@ -224,6 +226,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 			continue
 		}
 		c.step = i
+		c.armedRan = c.armedRan || faults.IsArmed(step)
 		at := time.Now()
 		c.recorder.Event(stepEvent(step, at))
 		err := step.Apply(ctx, c)
