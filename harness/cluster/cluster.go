@@ -228,6 +228,16 @@ func (c *Cluster) startControlPlane() error {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w\nlast lines of kube-apiserver's log:\n%s\nlast lines of etcd's log:\n%s",
 			err, fileTail(filepath.Join(c.dir, "kube-apiserver.log")), fileTail(filepath.Join(c.dir, "etcd.log")))
 	}
+	// envtest writes webhook serving certificates into a folder of its own
+	// under $TMPDIR, which only its Stop removes: a process killed before
+	// then (a test's timeout, SIGKILL) left one behind every time, out of
+	// the watchdog's reach. The cluster serves no webhooks.
+	if dir := c.env.WebhookInstallOptions.LocalServingCertDir; dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing envtest's webhook certificates: %w", err)
+		}
+		c.env.WebhookInstallOptions.LocalServingCertDir = ""
+	}
 	return nil
 }
 

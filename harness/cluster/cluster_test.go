@@ -150,7 +150,9 @@ func TestNoLeakedProcesses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// Only fail, panic and timeout reach m.Run, and run this test.
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoLeakedProcesses$", "-test.timeout=2s", "-test.v")
-			cmd.Env = append(os.Environ(), leakModeEnv+"="+c.mode)
+			// Its own temporary folder, which it must leave empty.
+			tmp := t.TempDir()
+			cmd.Env = append(os.Environ(), leakModeEnv+"="+c.mode, "TMPDIR="+tmp)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.StdoutPipe()
@@ -199,6 +201,13 @@ func TestNoLeakedProcesses(t *testing.T) {
 				_, statErr := os.Stat(dir)
 				return len(pids) == 0 && os.IsNotExist(statErr), fmt.Sprintf("processes %v name %s; the folder: %v", pids, dir, statErr)
 			})
+			left, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			require.Empty(t, names, "after the helper ended (%s), its temporary folder should be empty", name)
 		})
 	}
 }

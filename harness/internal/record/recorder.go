@@ -322,10 +322,15 @@ func (r *Recorder) Restart(delta int) {
 }
 
 // InjectedRequest records a request the harness answered itself (a
-// refusal): the audit log never sees it.
+// refusal): the audit log never sees it. A refused write is activity: a
+// controller retrying it is not quiet, though nothing changes, and a settle
+// that ended under its retries would cut its failing streak short with the
+// next step (a speed-dependent verdict: a slow machine fits fewer retries
+// in SettleQuiet than an exponential back-off allows).
 func (r *Recorder) InjectedRequest(req properties.Request) {
 	r.mu.Lock()
 	r.injected = append(r.injected, req)
+	r.lastWrite = r.clock.Now()
 	r.mu.Unlock()
 }
 
