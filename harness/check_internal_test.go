@@ -4,11 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kubeprop/kubeprop/harness/internal/inject"
 	"github.com/kubeprop/kubeprop/harness/internal/record"
 	"github.com/kubeprop/kubeprop/properties"
 )
@@ -48,6 +51,45 @@ func TestCheckDecides(t *testing.T) {
 	c = newCase(failing, waiting)
 	_, _, decided, _ = c.check(false, time.Now())
 	require.True(t, decided, "the first property in the Spec's order failed")
+}
+
+// TestJudgeGivesFinalVerdicts: a failure after the heal ends the judging,
+// but a property before it in the Spec's order whose deadline passed
+// undecided gets its final verdict first, and is the failure reported (a
+// check of a long trace under load may judge a trace that ends short of
+// the deadline).
+func TestJudgeGivesFinalVerdicts(t *testing.T) {
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	require.NoError(t, os.WriteFile(auditLog, nil, 0o600))
+	audit, err := record.NewAuditReader(auditLog, "kp-1")
+	require.NoError(t, err)
+	deadline := finalFunc{name: "deadline", horizon: time.Millisecond}
+	failing := checkFunc{name: "failing", verdict: properties.Verdict{Done: true, Err: errors.New("failing: violated")}}
+	c := &caseRun{spec: Spec{Properties: []properties.Property{deadline, failing}}, audit: audit, recorder: record.New(record.Options{}),
+		started: time.Now(), verdicts: make([]properties.Verdict, 2), ctlFaults: inject.New(inject.Options{}), userClient: fake.NewClientBuilder().Build()}
+	rep, err := c.judge(t.Context(), nil)
+	require.NoError(t, err)
+	var failed []string
+	for _, f := range rep.Failures {
+		failed = append(failed, f.Property)
+	}
+	require.Equal(t, []string{"deadline", "failing"}, failed, "timeline:\n%s", strings.Join(rep.Timeline, "\n"))
+}
+
+// finalFunc is undecided until the trace is final, then fails: a deadline
+// missed.
+type finalFunc struct {
+	name    string
+	horizon time.Duration
+}
+
+func (p finalFunc) Name() string           { return p.name }
+func (p finalFunc) Horizon() time.Duration { return p.horizon }
+func (p finalFunc) Check(tr *properties.Trace) properties.Verdict {
+	if !tr.Final {
+		return properties.Verdict{Detail: "waiting"}
+	}
+	return properties.Verdict{Done: true, Err: errors.New(p.name + ": missed")}
 }
 
 type checkFunc struct {

@@ -452,10 +452,15 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		if err != nil {
 			return nil, err
 		}
-		if final || decided {
+		if final || decided && c.failedInSteps {
 			break
 		}
-		if final = !open; final {
+		// A failure after the heal ends the case, but the properties
+		// before it whose horizon passed undecided (a check of a long
+		// trace takes seconds under load: the trace it judged may end
+		// short of their deadline) get their final verdict first: one
+		// of them may be the failure to report.
+		if final = !open || decided; final {
 			continue
 		}
 		// A check of a long trace (a controller that churns thousands of

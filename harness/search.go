@@ -243,6 +243,8 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: Run}
+	// Nothing a search started outlives it.
+	defer s.wait()
 	start := time.Now()
 	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{}, 1)
 	if err != nil || first == nil {
@@ -303,6 +305,12 @@ type searcher struct {
 	onCase sync.Mutex
 	// runCase runs a case: Run, or a stand-in in the shrinker's tests.
 	runCase func(context.Context, *Env, Spec, []faults.Step) (*Report, error)
+
+	// slots hold Parallel tokens, one per case running, across the calls
+	// of firstFailing; cases counts them until their teardown ended.
+	slotsOnce sync.Once
+	slots     chan struct{}
+	cases     sync.WaitGroup
 }
 
 // run runs one plan and shows it to OnCase; it returns the report of a
@@ -360,41 +368,52 @@ func (s *searcher) unran(plan []faults.Step) {
 // shrink); none is started after the first failure found or, when
 // deadline is set, after the deadline. The cases of plans after the first
 // failure found are cut short (they cannot change the answer): it returns
-// once the plans before it and the teardowns of those have ended.
+// as soon as the plans before it have ended, while those tear down; each
+// holds its slot of Parallel until its teardown ended (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int) (int, *Report, error) {
 	type result struct {
 		i   int
 		rep *Report
 		err error
 	}
-	results := make(chan result)
-	best, running, next := -1, 0, 0
+	// Buffered: the cases cut short end after this returns.
+	results := make(chan result, len(plans))
+	best, next := -1, 0
 	var bestRep *Report
 	var firstErr error
-	cancels := map[int]context.CancelFunc{} // of the cases running
+	running := map[int]context.CancelFunc{} // the cases running, by plan
 	for {
-		for running < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
+		for len(running) < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
 			(deadline.IsZero() || time.Now().Before(deadline)) {
 			i := next
 			next++
 			if s.ran(plans[i], attempts) {
 				continue
 			}
-			running++
 			ctx, cancel := context.WithCancel(context.Background())
-			cancels[i] = cancel
-			go func() {
+			running[i] = cancel
+			s.startCase(func() {
 				rep, err := s.run(ctx, plans[i])
 				results <- result{i, rep, err}
-			}()
+			})
 		}
-		if running == 0 {
+		// The answer is in once no plan before the best is running: the
+		// cases left are cut short. After a harness failure the cases
+		// running finish.
+		waiting := false
+		for i := range running {
+			waiting = waiting || best < 0 || i < best
+		}
+		if !waiting {
+			for i, cancel := range running {
+				cancel()
+				s.unran(plans[i])
+			}
 			return best, bestRep, firstErr
 		}
 		r := <-results
-		running--
-		cancels[r.i]()
-		delete(cancels, r.i)
+		running[r.i]()
+		delete(running, r.i)
 		switch {
 		case best >= 0 && r.i > best:
 			// Cut short when best was found (none starts after):
@@ -406,7 +425,7 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 			}
 		case r.rep != nil && (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best):
 			best, bestRep = r.i, r.rep
-			for j, cancel := range cancels {
+			for j, cancel := range running {
 				if j > best {
 					cancel()
 				}
@@ -414,6 +433,22 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		}
 	}
 }
+
+// startCase runs a case in a slot of Parallel, taken when one is free
+// (the cases a search cut short may still hold theirs).
+func (s *searcher) startCase(run func()) {
+	s.slotsOnce.Do(func() { s.slots = make(chan struct{}, s.opts.Parallel) })
+	s.slots <- struct{}{}
+	s.cases.Add(1)
+	go func() {
+		defer s.cases.Done()
+		defer func() { <-s.slots }()
+		run()
+	}()
+}
+
+// wait returns once every case started has ended, teardown included.
+func (s *searcher) wait() { s.cases.Wait() }
 
 // shrink returns the smallest plan it finds that fails as rep does, and
 // when it found it (zero if rep is the smallest). When no candidate of a

@@ -75,7 +75,9 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 // TestFirstFailingCutsLaterCases: once a plan fails, the cases of the
 // plans after it cannot change the answer; they are cut short (their
 // context ends) and their error is no harness failure, while the plans
-// before it still run to their end.
+// before it still run to their end. The answer is in before the cases cut
+// short have torn down: those keep their slots until then, so the next
+// call's cases wait for them.
 func TestFirstFailingCutsLaterCases(t *testing.T) {
 	plan := func(v int64) []faults.Step {
 		return []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}}
@@ -83,7 +85,13 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
 	var mu sync.Mutex
 	ended := map[int64]string{}
+	var inside, most atomic.Int32
+	tornDown := make(chan struct{}) // the third case's teardown may end
 	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
 		v := plan[0].(faults.ScaleChangeStep).Value
 		rep := &Report{Plan: plan}
 		var err error
@@ -92,26 +100,53 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		case 1: // fails at once
 			rep.Failures = []Failure{{Property: "converges"}}
-		case 2: // would take a minute: ends with its context
+		case 2: // would take a minute: ends with its context, then tears down
 			select {
 			case <-ctx.Done():
 				err = ctx.Err()
+				<-tornDown
 			case <-time.After(time.Minute):
 			}
+		default: // the next call's: side by side while they run
+			time.Sleep(50 * time.Millisecond)
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		ended[v] = fmt.Sprint(err)
 		return rep, err
 	}
-	start := time.Now()
-	i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1)
-	require.NoError(t, err)
-	require.Equal(t, 1, i)
-	require.Equal(t, plan(1), rep.Plan)
-	require.Less(t, time.Since(start), 30*time.Second, "the third case was not cut short")
-	require.Equal(t, map[int64]string{0: "<nil>", 1: "<nil>", 2: "context canceled"}, ended)
+	type answer struct {
+		i   int
+		rep *Report
+		err error
+	}
+	answered := make(chan answer)
+	go func() {
+		i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1)
+		answered <- answer{i, rep, err}
+	}()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer before the case cut short tore down")
+	}
+	require.NoError(t, a.err)
+	require.Equal(t, 1, a.i)
+	require.Equal(t, plan(1), a.rep.Plan)
 	require.Zero(t, s.runs[faults.FormatPlan(plan(2))], "a case cut short does not count as a run")
+
+	// The next call's three cases wait for the slot the third case holds.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(tornDown)
+	}()
+	i, _, err := s.firstFailing([][]faults.Step{plan(3), plan(4), plan(5)}, "", time.Time{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, -1, i)
+	s.wait()
+	require.Equal(t, int32(3), most.Load(), "no more than Parallel cases at once")
+	require.Equal(t, map[int64]string{0: "<nil>", 1: "<nil>", 2: "context canceled", 3: "<nil>", 4: "<nil>", 5: "<nil>"}, ended)
 }
 
 // TestOnCaseOneAtATime: with cases side by side, OnCase is never called
