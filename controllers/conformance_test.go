@@ -75,13 +75,19 @@ func TestConformance(t *testing.T) {
 	for _, target := range suite.Targets() {
 		t.Run(target.Name, func(t *testing.T) {
 			// Check replays the scenario of -kubeprop.replay, when given.
-			if target.Correct() || flag.Lookup("kubeprop.replay").Value.String() != "" {
+			if flag.Lookup("kubeprop.replay").Value.String() != "" {
 				harness.CheckWith(t, env, target.Spec, searchOptions())
 				return
 			}
-			// The bugs' searches two at a time (go test -parallel), after
-			// the correct targets, which run one at a time.
+			// Two targets at a time (go test -parallel), the correct ones
+			// first: a correct target must pass beside another's search
+			// as the bugs' searches run beside each other (a false alarm
+			// under load is a harness bug).
 			t.Parallel()
+			if target.Correct() {
+				harness.CheckWith(t, env, target.Spec, searchOptions())
+				return
+			}
 			opts := searchOptions()
 			if !userChecks {
 				opts.Checks = 20

@@ -33,7 +33,9 @@ import (
 // with the same seed (rapid's seeds go S, S+1, S+3, S+6, ...), whatever
 // Parallel is. The failure shrunk is the failing plan of the lowest index:
 // with Parallel > 1, no plan after it is started once it is known, and
-// the plans before it still running finish first. Shrinking keeps each
+// the plans before it still running finish first. The cases after it are
+// cut short; the search goes on (to the shrinker) while they tear down,
+// each in its slot of Parallel until it has. Shrinking keeps each
 // change after which the same property still fails: it drops the steps
 // the case recorded as no-ops, and those it did not run because a
 // property had already failed, together (one run), then tries each step

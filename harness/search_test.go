@@ -64,6 +64,7 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, at := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", runs)
 	require.False(t, at.IsZero())
 	for plan, n := range runs {
@@ -208,6 +209,7 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 	require.NotNil(t, first)
 	require.Equal(t, []int{3, 4}, first.Unrun)
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", ran)
 	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), ran[1], "the first candidate drops the no-op and the unrun steps at once")
 }

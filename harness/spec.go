@@ -39,7 +39,8 @@ type Spec struct {
 	Nodes int
 	// MaxSteps bounds a drawn plan. Zero means 5.
 	MaxSteps int
-	// SettleQuiet is how long the namespace must see no write, with the
+	// SettleQuiet is how long the namespace must see no write (a write
+	// of the controller that the harness refused counts), with the
 	// controller idle and no pod in its grace period on a live node, for
 	// the system to count as settled between steps. Zero means 500 ms.
 	SettleQuiet time.Duration
