@@ -101,3 +101,41 @@ type checkFunc struct {
 func (p checkFunc) Name() string                               { return p.name }
 func (p checkFunc) Horizon() time.Duration                     { return p.horizon }
 func (p checkFunc) Check(*properties.Trace) properties.Verdict { return p.verdict }
+
+// TestSettleEndsAtAFailureFoundInBackground: while a settle waits (here
+// for a quiet that never comes), checks beside it find a failure that more
+// trace cannot undo and end the settle, also after an armed step ran (when
+// no check is made at a settle's end).
+func TestSettleEndsAtAFailureFoundInBackground(t *testing.T) {
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	require.NoError(t, os.WriteFile(auditLog, nil, 0o600))
+	audit, err := record.NewAuditReader(auditLog, "kp-1")
+	require.NoError(t, err)
+	failing := checkFunc{name: "failing", verdict: properties.Verdict{Done: true, Err: errors.New("failing: violated")}}
+	c := &caseRun{spec: Spec{Properties: []properties.Property{failing}, SettleQuiet: time.Hour}, audit: audit,
+		recorder: record.New(record.Options{}), verdicts: make([]properties.Verdict, 1), armedRan: true,
+		ctlFaults: inject.New(inject.Options{})}
+	c.recorder.Acted() // the quiet of an hour never comes
+	err = c.settle(t.Context(), time.Hour)
+	c.background.wg.Wait()
+	require.ErrorIs(t, err, errDecided)
+	require.Equal(t, "failing", c.failedSoFar())
+	require.True(t, c.failedInSteps)
+}
+
+// TestBackgroundFailureNeedsConfirming: a failure a check found while a
+// settle waits counts only when a check confirmAfter later finds it too (a
+// state seen before a late watch event arrived may never have existed);
+// a pass in between starts over.
+func TestBackgroundFailureNeedsConfirming(t *testing.T) {
+	c := &caseRun{}
+	failed := properties.Verdict{Done: true, Err: errors.New("failing: violated"), Detail: "state 3"}
+	held := properties.Verdict{Done: true, Detail: "held"}
+	t0 := time.Now()
+	require.False(t, c.confirmInBackground(0, failed, t0).Done, "first sighting")
+	require.False(t, c.confirmInBackground(0, failed, t0.Add(confirmAfter/2)).Done, "too soon")
+	require.False(t, c.confirmInBackground(0, held, t0.Add(confirmAfter)).Done, "a pass is not final while a settle waits")
+	require.False(t, c.confirmInBackground(0, failed, t0.Add(2*confirmAfter)).Done, "seen again after a pass: a first sighting")
+	require.Equal(t, failed, c.confirmInBackground(0, failed, t0.Add(3*confirmAfter)), "confirmed")
+	require.False(t, c.confirmInBackground(1, failed, t0.Add(3*confirmAfter)).Done, "each property has its own sighting")
+}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,8 +139,16 @@ type caseRun struct {
 	// failedInSteps: a property failed during the steps, which ended them.
 	failedInSteps bool
 	// armedRan: an armed step ran; the steps are no longer judged.
-	armedRan  bool
-	checkTook time.Duration // how long the last check took
+	armedRan bool
+	// checkMu serialises the checks: the audit reader reads on from where
+	// the last check stopped, and each check updates the verdicts.
+	checkMu    sync.Mutex
+	checkTook  atomic.Int64 // how long the last check took, in ns
+	checkEnded atomic.Int64 // when the last check ended, in unix ns
+	background backgroundCheck
+	// suspected: when a check in the background first found property i
+	// failing (see confirmInBackground); guarded by checkMu.
+	suspected map[int]time.Time
 
 	logMu    sync.Mutex // guards timeline and named
 	timeline []string
@@ -190,6 +199,7 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	defer trackCase(c)()
 	var times Times
 	defer func() {
+		c.background.wg.Wait()
 		td := c.teardown()
 		if rep == nil && err != nil && len(td.Left) > 0 {
 			err = fmt.Errorf("%w; teardown left: %s", err, strings.Join(td.Left, "; "))
@@ -267,6 +277,8 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	if len(c.unrun) > 0 {
 		c.logf("steps not run: %d of %d", len(c.unrun), len(plan))
 	}
+	// The checks of the steps are over before the heal (see check).
+	c.background.wg.Wait()
 	healing := time.Now()
 	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
 	// a controller killed by a crash is back.
@@ -402,8 +414,19 @@ var errDecided = errors.New("a property failed")
 // before it that waits out a longer one (converges): the same plan is
 // reported by the same property, run after run.
 func (c *caseRun) check(final bool, healed time.Time) (tr *properties.Trace, open, decided bool, err error) {
+	return c.checkTrace(final, healed, false)
+}
+
+// checkTrace is check; inBackground: made while a settle waits, so a
+// failure counts only once confirmed (see confirmInBackground).
+func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (tr *properties.Trace, open, decided bool, err error) {
+	c.checkMu.Lock()
+	defer c.checkMu.Unlock()
 	start := time.Now()
-	defer func() { c.checkTook = time.Since(start) }()
+	defer func() {
+		c.checkTook.Store(int64(time.Since(start)))
+		c.checkEnded.Store(time.Now().UnixNano())
+	}()
 	requests, err := c.audit.Read()
 	if err != nil {
 		return nil, false, false, err
@@ -411,7 +434,11 @@ func (c *caseRun) check(final bool, healed time.Time) (tr *properties.Trace, ope
 	tr = c.recorder.Trace(requests, final)
 	for i, p := range c.spec.Properties {
 		if !c.verdicts[i].Done {
-			c.verdicts[i] = p.Check(tr)
+			v := p.Check(tr)
+			if inBackground {
+				v = c.confirmInBackground(i, v, start)
+			}
+			c.verdicts[i] = v
 		}
 		v := c.verdicts[i]
 		if v.Err != nil && (healed.IsZero() || c.failedInSteps || !open) {
@@ -423,6 +450,91 @@ func (c *caseRun) check(final bool, healed time.Time) (tr *properties.Trace, ope
 		c.failedInSteps = true
 	}
 	return tr, open, decided, nil
+}
+
+// backgroundCheckEvery is the least time between two checks made while a
+// settle waits.
+const backgroundCheckEvery = time.Second
+
+// backgroundCheck is the check made while a settle waits (see
+// caseRun.checkInBackground).
+type backgroundCheck struct {
+	running atomic.Bool
+	wg      sync.WaitGroup
+	mu      sync.Mutex // guards decided and err
+	decided bool
+	err     error
+}
+
+// checkInBackground starts a check of the trace so far, unless one is
+// running or the last ended less than backgroundCheckEvery ago (or three
+// times its duration: a check of a long trace takes long itself). It runs
+// beside the settle, so it delays no step (an armed step's window is timed
+// for the steps after it), and a failure that more trace cannot undo (a
+// fight loop, a retry streak past its back-off, a safety property) ends
+// the case as it happens, not after the settle's cap and the rest of the
+// plan.
+func (c *caseRun) checkInBackground() {
+	b := &c.background
+	gap := max(backgroundCheckEvery, 3*time.Duration(c.checkTook.Load()))
+	if time.Since(time.Unix(0, c.checkEnded.Load())) < gap || !b.running.CompareAndSwap(false, true) {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.running.Store(false)
+		_, _, decided, err := c.checkTrace(false, time.Time{}, true)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.decided = b.decided || decided
+		b.err = cmp.Or(b.err, err)
+	}()
+}
+
+// confirmAfter is how long after a check in the background first found a
+// property failing a later check must find it failing too.
+const confirmAfter = time.Second
+
+// confirmInBackground is the verdict a check made at `at`, while a settle
+// waits, keeps: a failure once a check confirmAfter or more before found
+// it too, nothing else (a pass or a first sighting stays undecided, for
+// the next check). Each resource has its own watch stream, so a change
+// can arrive after later changes of another resource (a ReplicaSet's
+// status before the deletions of its pods, written earlier); the
+// recorder then rebuilds the states after it, and a state judged before
+// it arrived may never have existed. After a settle every change is in;
+// while one waits, the second sighting is what shows it.
+func (c *caseRun) confirmInBackground(i int, v properties.Verdict, at time.Time) properties.Verdict {
+	undecided := properties.Verdict{Detail: v.Detail}
+	if !v.Done || v.Err == nil {
+		delete(c.suspected, i)
+		return undecided
+	}
+	first, ok := c.suspected[i]
+	if !ok {
+		if c.suspected == nil {
+			c.suspected = map[int]time.Time{}
+		}
+		c.suspected[i] = at
+		return undecided
+	}
+	if at.Sub(first) < confirmAfter {
+		return undecided
+	}
+	return v
+}
+
+// backgroundVerdict is errDecided once a check in the background found a
+// failure, or the error it met.
+func (c *caseRun) backgroundVerdict() error {
+	b := &c.background
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.decided {
+		return cmp.Or(b.err, errDecided)
+	}
+	return b.err
 }
 
 // failedSoFar names the properties that failed so far.
@@ -469,7 +581,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(max(200*time.Millisecond, c.checkTook)):
+		case <-time.After(max(200*time.Millisecond, time.Duration(c.checkTook.Load()))):
 		}
 	}
 	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, Unrun: c.unrun, ForeignWrites: c.ctlFaults.ForeignWrites()}

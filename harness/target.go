@@ -265,6 +265,10 @@ func (c *caseRun) Settle(ctx context.Context) error {
 
 func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, false, func(context.Context) (bool, error) {
+		if err := c.backgroundVerdict(); err != nil {
+			return false, err
+		}
+		c.checkInBackground()
 		// A controller with watch events held back (StaleWatch) has work
 		// coming: it is not settled until they are delivered, and it has
 		// had the quiet period to act on them (an event just delivered
@@ -279,8 +283,10 @@ func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil:
+	case wait.Interrupted(err):
 		return nil // the settle's cap: the steps go on
+	case err != nil:
+		return err // a failure found in the background, or its check's error
 	}
 	// Settled, every change is in: the properties judge the trace so far
 	// (see caseRun.check). Not once an armed step ran: its window (API

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,8 +21,12 @@ import (
 type AuditReader struct {
 	path      string
 	namespace string
-	offset    int64
-	requests  []properties.Request
+	// nsField is how the namespace shows in a line of the namespace's
+	// requests: every case reads every line of the shared log, and most
+	// are other cases'; only these are decoded.
+	nsField  []byte
+	offset   int64
+	requests []properties.Request
 }
 
 // NewAuditReader reads the requests of namespace from the audit log at
@@ -31,7 +36,7 @@ func NewAuditReader(path, namespace string) (*AuditReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	return &AuditReader{path: path, namespace: namespace, offset: st.Size()}, nil
+	return &AuditReader{path: path, namespace: namespace, nsField: []byte(`"namespace":"` + namespace + `"`), offset: st.Size()}, nil
 }
 
 type auditEvent struct {
@@ -71,6 +76,9 @@ func (a *AuditReader) Read() ([]properties.Request, error) {
 			break // a partial last line is read next time
 		}
 		a.offset += int64(len(line))
+		if !bytes.Contains(line, a.nsField) {
+			continue
+		}
 		var ev auditEvent
 		if json.Unmarshal(line, &ev) != nil || ev.ObjectRef == nil || ev.ObjectRef.Namespace != a.namespace {
 			continue
