@@ -14,9 +14,12 @@
 //     demo): SearchOptions in, a Finding out.
 //   - Run carries out one plan and returns its Report: the trace, the
 //     failures, the timeline, where the time went. The properties judge
-//     the trace at the end of each step's settle too: a failure no more
-//     trace can undo ends the case, and the steps left are not run
-//     (Report.Unrun).
+//     the trace while each step settles too (a check beside the settle
+//     every second or so, and one at its end): a failure no more trace can
+//     undo ends the case, and the steps left are not run (Report.Unrun).
+//     One found while the settle waits counts once a check a second later
+//     finds it too: each resource has its own watch stream, so a state
+//     judged before a late change arrived may never have existed.
 //   - Replay and ReplayDir run saved scenarios again, each checked against
 //     the outcome it expects.
 //

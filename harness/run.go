@@ -174,7 +174,14 @@ func isCaseNamespace(ns string) bool {
 // controller, the fixtures, each step followed by a settle, then the heal
 // and the properties' verdicts. The error is for the harness's own
 // failures; the properties' failures are in the report.
-func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Report, err error) {
+func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report, error) {
+	return run(ctx, env, spec, plan, nil)
+}
+
+// run is Run; judged, when set, gets the report as soon as the properties
+// judged it, before the teardown (which writes the report's Teardown,
+// Timeline and Times until run returns).
+func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (rep *Report, err error) {
 	spec = spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		return nil, err
@@ -292,6 +299,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (rep *Rep
 	c.logf("healed: faults stop")
 	rep, err = c.judge(ctx, c.namedPlan(plan))
 	times.Judge = time.Since(healing)
+	if err == nil && judged != nil {
+		judged(rep)
+	}
 	return rep, err
 }
 

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -244,7 +245,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: Run}
+	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run}
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
@@ -256,6 +257,11 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	last, lastAt := s.shrink(first, failedAt.Add(opts.ShrinkTime))
 	if lastAt.IsZero() {
 		lastAt = failedAt
+	}
+	// The reports' teardowns end (see searcher.run).
+	s.wait()
+	if err := s.takeLateErr(); err != nil {
+		return nil, err
 	}
 	f := last.Failures[0]
 	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
@@ -305,8 +311,11 @@ type searcher struct {
 	runs map[string]int
 	// onCase serializes the calls of OnCase.
 	onCase sync.Mutex
-	// runCase runs a case: Run, or a stand-in in the shrinker's tests.
-	runCase func(context.Context, *Env, Spec, []faults.Step) (*Report, error)
+	// runCase runs a case: run, or a stand-in in the shrinker's tests.
+	runCase func(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (*Report, error)
+	// lateErr: a teardown stuck after its case's failure was told (guarded
+	// by mu).
+	lateErr error
 
 	// slots hold Parallel tokens, one per case running, across the calls
 	// of firstFailing; cases counts them until their teardown ended.
@@ -315,12 +324,29 @@ type searcher struct {
 	cases     sync.WaitGroup
 }
 
-// run runs one plan and shows it to OnCase; it returns the report of a
-// failure, nil for a pass.
-func (s *searcher) run(ctx context.Context, plan []faults.Step) (*Report, error) {
-	rep, err := s.runCase(ctx, s.env, s.spec, plan)
+// run runs one plan and tells found its outcome, once: the report of a
+// failure (nil for a pass), or the harness's failure. A failure is told as
+// soon as the properties judged it, before the case's teardown, which
+// holds the case's slot until it ends: the search has its answer that
+// much sooner. Until run returns, the report's Teardown, Timeline and
+// Times are still being written; OnCase gets it after. A teardown stuck
+// after a failure was told is kept for Find (see takeLateErr).
+func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
+	told := false
+	tell := func(rep *Report, err error) {
+		if !told {
+			told = true
+			found(rep, err)
+		}
+	}
+	rep, err := s.runCase(ctx, s.env, s.spec, plan, func(rep *Report) {
+		if s.foreignWrites(rep, plan) == nil && rep.Failed() {
+			tell(rep, nil)
+		}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("the harness failed: %w", err)
+		tell(nil, fmt.Errorf("the harness failed: %w", err))
+		return
 	}
 	if s.opts.OnCase != nil {
 		s.onCase.Lock()
@@ -330,18 +356,44 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step) (*Report, error)
 	if rep.Teardown.stuck != "" {
 		// Its goroutines may go on; the search stops here, and the cases
 		// beside it finish.
-		return nil, fmt.Errorf("the harness failed: case %s (plan %s): %s", rep.Namespace, faults.FormatPlan(plan), rep.Teardown.stuck)
+		err := fmt.Errorf("the harness failed: case %s (plan %s): %s", rep.Namespace, faults.FormatPlan(plan), rep.Teardown.stuck)
+		if told {
+			s.mu.Lock()
+			s.lateErr = cmp.Or(s.lateErr, err)
+			s.mu.Unlock()
+		}
+		tell(nil, err)
+		return
 	}
-	if s.opts.Parallel > 1 && len(rep.ForeignWrites) > 0 {
-		return nil, fmt.Errorf("cases of this spec cannot run side by side: its controller wrote into other cases' namespaces (%s) in case %s; "+
-			"search with Parallel 1 (-kubeprop.parallel=1), or have the controller act only in its case's namespace "+
-			"(harness.CaseNamespace(ctx) in a Func, the kubeconfig's namespace in a Process)",
-			strings.Join(rep.ForeignWrites, "; "), faults.FormatPlan(plan))
+	if err := s.foreignWrites(rep, plan); err != nil {
+		tell(nil, err)
+		return
 	}
 	if !rep.Failed() {
-		return nil, nil
+		tell(nil, nil)
+		return
 	}
-	return rep, nil
+	tell(rep, nil)
+}
+
+// foreignWrites is the error of a spec whose controller wrote into other
+// cases' namespaces while cases ran side by side.
+func (s *searcher) foreignWrites(rep *Report, plan []faults.Step) error {
+	if s.opts.Parallel <= 1 || len(rep.ForeignWrites) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cases of this spec cannot run side by side: its controller wrote into other cases' namespaces (%s) in case %s; "+
+		"search with Parallel 1 (-kubeprop.parallel=1), or have the controller act only in its case's namespace "+
+		"(harness.CaseNamespace(ctx) in a Func, the kubeconfig's namespace in a Process)",
+		strings.Join(rep.ForeignWrites, "; "), faults.FormatPlan(plan))
+}
+
+// takeLateErr is the harness failure met in a teardown after its case's
+// failure was told, if any.
+func (s *searcher) takeLateErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lateErr
 }
 
 // ran counts a run of plan unless it ran attempts times already.
@@ -370,8 +422,9 @@ func (s *searcher) unran(plan []faults.Step) {
 // shrink); none is started after the first failure found or, when
 // deadline is set, after the deadline. The cases of plans after the first
 // failure found are cut short (they cannot change the answer): it returns
-// as soon as the plans before it have ended, while those tear down; each
-// holds its slot of Parallel until its teardown ended (wait).
+// as soon as the plans before it have ended (a failing case ends for the
+// search when it is judged: see run), while those tear down; each holds
+// its slot of Parallel until its teardown ended (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int) (int, *Report, error) {
 	type result struct {
 		i   int
@@ -395,8 +448,7 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 			ctx, cancel := context.WithCancel(context.Background())
 			running[i] = cancel
 			s.startCase(func() {
-				rep, err := s.run(ctx, plans[i])
-				results <- result{i, rep, err}
+				s.run(ctx, plans[i], func(rep *Report, err error) { results <- result{i, rep, err} })
 			})
 		}
 		// The answer is in once no plan before the best is running: the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -47,7 +48,7 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 	runs := map[string]int{}
 	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
 	var mu sync.Mutex
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		key := faults.FormatPlan(plan)
@@ -60,7 +61,7 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 		}
 		return rep, nil
 	}
-	first, err := s.run(context.Background(), []faults.Step{other(3), bug, other(4), other(5)})
+	first, err := runPlan(s, []faults.Step{other(3), bug, other(4), other(5)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, at := s.shrink(first, time.Now().Add(time.Minute))
@@ -88,7 +89,7 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	ended := map[int64]string{}
 	var inside, most atomic.Int32
 	tornDown := make(chan struct{}) // the third case's teardown may end
-	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
 		n := inside.Add(1)
 		defer inside.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -162,7 +163,7 @@ func TestOnCaseOneAtATime(t *testing.T) {
 		inside.Add(-1)
 		calls.Add(1)
 	}}}
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
 		return &Report{Plan: plan}, nil
 	}
 	var plans [][]faults.Step
@@ -184,7 +185,7 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
 	var mu sync.Mutex
 	var ran []string
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (*Report, error) {
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		ran = append(ran, faults.FormatPlan(plan))
@@ -204,7 +205,7 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 		}
 		return rep, nil
 	}
-	first, err := s.run(context.Background(), []faults.Step{step(7), step(1), step(5), step(2), step(3)})
+	first, err := runPlan(s, []faults.Step{step(7), step(1), step(5), step(2), step(3)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	require.Equal(t, []int{3, 4}, first.Unrun)
@@ -212,4 +213,43 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", ran)
 	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), ran[1], "the first candidate drops the no-op and the unrun steps at once")
+}
+
+// runPlan runs plan as a search does and returns what run told.
+func runPlan(s *searcher, plan []faults.Step) (*Report, error) {
+	var rep *Report
+	var err error
+	s.run(context.Background(), plan, func(r *Report, e error) { rep, err = r, e })
+	return rep, err
+}
+
+// TestFailureToldBeforeTeardown: the search has a failing case's report as
+// soon as the properties judged it, while the case tears down in its slot;
+// a teardown that then gets stuck is still the search's failure.
+func TestFailureToldBeforeTeardown(t *testing.T) {
+	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+	tornDown := make(chan struct{})
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, judged func(*Report)) (*Report, error) {
+		rep := &Report{Plan: plan, Failures: []Failure{{Property: "converges"}}}
+		judged(rep)
+		<-tornDown
+		rep.Teardown.stuck = "the controller did not stop"
+		return rep, nil
+	}
+	answered := make(chan int)
+	go func() {
+		i, _, err := s.firstFailing([][]faults.Step{{faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}}}, "", time.Time{}, 1)
+		assert.NoError(t, err)
+		answered <- i
+	}()
+	select {
+	case i := <-answered:
+		require.Equal(t, 0, i)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer before the failing case tore down")
+	}
+	require.NoError(t, s.takeLateErr())
+	close(tornDown)
+	s.wait()
+	require.ErrorContains(t, s.takeLateErr(), "the controller did not stop")
 }

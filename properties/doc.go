@@ -6,8 +6,8 @@
 //
 // The harness checks a property on the growing trace while a case runs,
 // during the steps as well as after the heal; a property says whether its
-// verdict is final (done). A failure found at the end of a step's settle
-// (a safety property violated, a retry streak beyond its budget) ends the
+// verdict is final (done). A failure found while a step settles (a safety
+// property violated, a retry streak beyond its budget, a fight) ends the
 // case: the steps left are not run. After the heal, the case
 // ends once the first failure in the Spec's order is in or every verdict
 // is, and at the latest at the property's Horizon after the faults
