@@ -549,6 +549,9 @@ func (c *caseRun) backgroundVerdict() error {
 
 // failedSoFar names the properties that failed so far.
 func (c *caseRun) failedSoFar() string {
+	// A check in the background may still be writing the verdicts.
+	c.checkMu.Lock()
+	defer c.checkMu.Unlock()
 	var names []string
 	for i, v := range c.verdicts {
 		if v.Err != nil {
