@@ -41,12 +41,11 @@ type Report struct {
 	Namespace string
 	Plan      []faults.Step
 	// Failures are the properties that failed, in the Spec's order. A
-	// failure found at the end of a step's settle that more trace cannot
-	// change (a safety property violated, a retry streak beyond its
-	// budget) ends the case;
-	// after the heal, the first failure in the Spec's order does, once the
-	// properties before it are decided. The properties still undecided
-	// then are not among them.
+	// failure found while a step settles that more trace cannot change (a
+	// safety property violated, a retry streak beyond its budget, a fight)
+	// ends the case; after the heal, the first failure in the Spec's order
+	// does, once the properties before it are decided. The properties
+	// still undecided then are not among them.
 	Failures []Failure
 	// Timeline is the case, step by step, for the log.
 	Timeline []string
@@ -138,7 +137,8 @@ type caseRun struct {
 	verdicts []properties.Verdict
 	// failedInSteps: a property failed during the steps, which ended them.
 	failedInSteps bool
-	// armedRan: an armed step ran; the steps are no longer judged.
+	// armedRan: an armed step ran; the steps are no longer judged at the
+	// end of their settles (only beside them, see checkInBackground).
 	armedRan bool
 	// checkMu serialises the checks: the audit reader reads on from where
 	// the last check stopped, and each check updates the verdicts.
