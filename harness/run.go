@@ -471,9 +471,10 @@ const backgroundCheckEvery = time.Second
 type backgroundCheck struct {
 	running atomic.Bool
 	wg      sync.WaitGroup
-	mu      sync.Mutex // guards decided and err
-	decided bool
-	err     error
+	mu      sync.Mutex // guards err
+	// err ends the settles: errDecided once a check found a failure, or
+	// the error a check met.
+	err error
 }
 
 // checkInBackground starts a check of the trace so far, unless one is
@@ -495,9 +496,11 @@ func (c *caseRun) checkInBackground() {
 		defer b.wg.Done()
 		defer b.running.Store(false)
 		_, _, decided, err := c.checkTrace(false, time.Time{}, true)
+		if decided {
+			err = cmp.Or(err, errDecided)
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.decided = b.decided || decided
 		b.err = cmp.Or(b.err, err)
 	}()
 }
@@ -538,13 +541,9 @@ func (c *caseRun) confirmInBackground(i int, v properties.Verdict, at time.Time)
 // backgroundVerdict is errDecided once a check in the background found a
 // failure, or the error it met.
 func (c *caseRun) backgroundVerdict() error {
-	b := &c.background
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.decided {
-		return cmp.Or(b.err, errDecided)
-	}
-	return b.err
+	c.background.mu.Lock()
+	defer c.background.mu.Unlock()
+	return c.background.err
 }
 
 // failedSoFar names the properties that failed so far.

@@ -334,9 +334,14 @@ type searcher struct {
 func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
 	told := false
 	tell := func(rep *Report, err error) {
-		if !told {
+		switch {
+		case !told:
 			told = true
 			found(rep, err)
+		case err != nil: // the teardown of a failure told
+			s.mu.Lock()
+			s.lateErr = cmp.Or(s.lateErr, err)
+			s.mu.Unlock()
 		}
 	}
 	rep, err := s.runCase(ctx, s.env, s.spec, plan, func(rep *Report) {
@@ -356,13 +361,7 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 	if rep.Teardown.stuck != "" {
 		// Its goroutines may go on; the search stops here, and the cases
 		// beside it finish.
-		err := fmt.Errorf("the harness failed: case %s (plan %s): %s", rep.Namespace, faults.FormatPlan(plan), rep.Teardown.stuck)
-		if told {
-			s.mu.Lock()
-			s.lateErr = cmp.Or(s.lateErr, err)
-			s.mu.Unlock()
-		}
-		tell(nil, err)
+		tell(nil, fmt.Errorf("the harness failed: case %s (plan %s): %s", rep.Namespace, faults.FormatPlan(plan), rep.Teardown.stuck))
 		return
 	}
 	if err := s.foreignWrites(rep, plan); err != nil {
@@ -370,8 +369,7 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 		return
 	}
 	if !rep.Failed() {
-		tell(nil, nil)
-		return
+		rep = nil
 	}
 	tell(rep, nil)
 }
