@@ -346,3 +346,35 @@ func TestVolumeGrowth(t *testing.T) {
 	require.Equal(t, []Step{VolumeGrowthStep{Claim: 3, ByGi: 1}}, Simpler(VolumeGrowthStep{Claim: 3, ByGi: 7}))
 	require.True(t, IsUserChange(VolumeGrowthStep{}))
 }
+
+// TestMergedScaleChanges: a ScaleChange dropped while the next of its
+// field keeps the change it made, from the value before the dropped one.
+func TestMergedScaleChanges(t *testing.T) {
+	scale := func(object int, v int64) ScaleChangeStep {
+		return ScaleChangeStep{Object: object, Field: "spec.replicas", Value: v}
+	}
+	app := func(replicas int64) client.Object {
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": replicas}}}
+	}
+	crash := CrashAfterWriteStep{Writes: 1}
+	objects := []client.Object{app(3), app(1)}
+
+	// A scale-up by one: from 3, to 4.
+	require.Equal(t, [][]Step{{crash, scale(0, 4)}},
+		MergedScaleChanges([]Step{scale(0, 0), crash, scale(0, 1)}, objects))
+	// Each ScaleChange with the next of its own fixture (the other
+	// fixture's change stays): 3 → 5 → 1 merged is 3 → 0, for a scale-down
+	// by four stops at 0; 5 → 1 → 0 merged is 5 → 4.
+	require.Equal(t, [][]Step{
+		{scale(1, 2), scale(0, 0), scale(0, 0)},
+		{scale(0, 5), scale(1, 2), scale(0, 4)},
+	}, MergedScaleChanges([]Step{scale(0, 5), scale(1, 2), scale(0, 1), scale(0, 0)}, objects))
+	// A ScaleChange to the value the field had changes nothing: dropping it
+	// is the plain drop. Without the fixtures, the first change's start is
+	// unknown, the second's is the first's value.
+	require.Empty(t, MergedScaleChanges([]Step{scale(0, 3), scale(0, 1)}, objects))
+	require.Equal(t, [][]Step{{scale(0, 5), scale(0, 3)}},
+		MergedScaleChanges([]Step{scale(0, 5), scale(0, 2), scale(0, 0)}, nil))
+	// Nothing to merge into.
+	require.Empty(t, MergedScaleChanges([]Step{scale(0, 5), crash}, objects))
+}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
@@ -88,3 +89,56 @@ func (f scaleChange) Steps(c Config) *rapid.Generator[Step] {
 }
 
 func (scaleChange) Decode(b []byte) (Step, error) { return decodeStep[ScaleChangeStep](b) }
+
+// MergedScaleChanges are the plans one step shorter than plan that keep
+// the change a ScaleChange makes: for each ScaleChange followed by another
+// of the same field of the same fixture, the plan without the first and
+// with the second moving the field as far from the value before the first
+// as it did from the first's value. [ScaleChange{Value: 0} CrashAfterWrite
+// ScaleChange{Value: 1}] on a fixture of 3 gives [CrashAfterWrite
+// ScaleChange{Value: 4}]: a scale-up by one, as before. A shrinker that
+// only drops steps loses that scale-up with either ScaleChange, and a bug
+// that needs something created (or deleted) after a fault is lost with it.
+// objects are the fixtures as created: the value before a plan's first
+// ScaleChange of a field is theirs; where it is unknown no merge is made.
+func MergedScaleChanges(plan []Step, objects []client.Object) [][]Step {
+	type field struct {
+		object int
+		path   string
+	}
+	before := map[field]int64{} // each field's value before the step at hand, where known
+	for o, obj := range objects {
+		for _, st := range plan {
+			if sc, ok := st.(ScaleChangeStep); ok && sc.Object == o {
+				if v, ok := intField(obj, sc.Field); ok {
+					before[field{o, sc.Field}] = v
+				}
+			}
+		}
+	}
+	var out [][]Step
+	for i, st := range plan {
+		first, ok := st.(ScaleChangeStep)
+		if !ok {
+			continue
+		}
+		f := field{first.Object, first.Field}
+		from, known := before[f]
+		before[f] = first.Value
+		if !known || from == first.Value {
+			continue // unknown, or a no-op that a plain drop removes
+		}
+		for j := i + 1; j < len(plan); j++ {
+			second, ok := plan[j].(ScaleChangeStep)
+			if !ok || second.Object != first.Object || second.Field != first.Field {
+				continue
+			}
+			merged := slices.Clone(plan)
+			second.Value = max(0, from+second.Value-first.Value)
+			merged[j] = second
+			out = append(out, slices.Delete(merged, i, i+1))
+			break
+		}
+	}
+	return out
+}

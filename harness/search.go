@@ -40,7 +40,9 @@ import (
 // change after which the same property still fails: it drops the steps
 // the case recorded as no-ops, and those it did not run because a
 // property had already failed, together (one run), then tries each step
-// alone, then dropping each step, then each step's simpler forms
+// alone, then dropping each step (and each ScaleChange merged into a later
+// one of its field, which keeps the change it made: see
+// faults.MergedScaleChanges), then each step's simpler forms
 // (faults.Simpler), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
 // fails in some runs of its plan only) or ShrinkTime has passed since
@@ -282,11 +284,17 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 // defaults). Its Example(seed) is one plan.
 func (s Spec) Plans() *rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
-	var objects []client.Object
-	if s.Fixtures != nil {
-		objects = s.Fixtures("default")
-	}
+	objects := s.fixtureObjects()
 	return faults.Plan(s.Faults, faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects}, s.MaxSteps)
+}
+
+// fixtureObjects are the spec's fixtures as a case creates them, but in
+// the namespace "default": what values are drawn (and merged) next to.
+func (s Spec) fixtureObjects() []client.Object {
+	if s.Fixtures == nil {
+		return nil
+	}
+	return s.Fixtures("default")
 }
 
 // searchPlans draws n plans from seed, as rapid.Check's checks do.
@@ -552,6 +560,9 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 				drops = append(drops, slices.Delete(slices.Clone(rep.Plan), i, i+1))
 			}
 		}
+		// After the plain drops (the lowest index that fails wins): a
+		// ScaleChange dropped while a later one keeps the change it made.
+		drops = append(drops, faults.MergedScaleChanges(rep.Plan, s.spec.fixtureObjects())...)
 		if try(drops) {
 			continue
 		}

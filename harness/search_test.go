@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
 )
@@ -213,6 +215,46 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", ran)
 	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), ran[1], "the first candidate drops the no-op and the unrun steps at once")
+}
+
+// TestShrinkMergesScaleChanges: a bug that needs a pod created after a
+// crash is armed fails with [ScaleChange{0} CrashAfterWrite ScaleChange{1}]
+// from a fixture of 3, and with no plan that only drops its steps (each
+// loses the scale-up); merging the ScaleChanges keeps the scale-up, one
+// step shorter.
+func TestShrinkMergesScaleChanges(t *testing.T) {
+	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+	crash := faults.CrashAfterWriteStep{Writes: 1}
+	fixture := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(3)}}}
+	spec := Spec{Fixtures: func(string) []client.Object { return []client.Object{fixture.DeepCopy()} }}
+	s := &searcher{spec: spec, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+	var mu sync.Mutex
+	var ran []string
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, faults.FormatPlan(plan))
+		rep := &Report{Plan: plan}
+		replicas, armed := int64(3), false
+		for _, st := range plan {
+			switch st := st.(type) {
+			case faults.CrashAfterWriteStep:
+				armed = true
+			case faults.ScaleChangeStep:
+				if armed && st.Value > replicas {
+					rep.Failures = []Failure{{Property: "at-most-replicas"}}
+				}
+				replicas = st.Value
+			}
+		}
+		return rep, nil
+	}
+	first, err := runPlan(s, []faults.Step{scale(0), crash, scale(1)})
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Equal(t, []faults.Step{crash, scale(4)}, got.Plan, "runs: %v", ran)
 }
 
 // runPlan runs plan as a search does and returns what run told.

@@ -37,7 +37,9 @@ type BackoffOptions struct {
 // BoundedBackoff holds when the controller backs off while it fails: in a
 // streak of failed attempts at one object (reconciles that return an error
 // or ask for a requeue, or API requests refused), it makes no more attempts
-// than an exponential back-off from Base allows, it never waits longer
+// than an exponential back-off from Base allows in the time it waited
+// between them (the gaps less their median: what the attempts take
+// themselves grows with the machine's load, see waitedIn), it never waits longer
 // than Cap, and once the faults heal an object whose reconcile was failing
 // is reconciled again within RecoverWithin. A write by another API user
 // to a resource the controller writes too ends a streak: every
@@ -146,13 +148,16 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news) (Verdict, bo
 			return Verdict{}, false
 		}
 		span := streak[len(streak)-1].at.Sub(streak[0].at)
-		base := p.opts.Base
+		base, waited, waits := p.opts.Base, span, ""
 		if t.replacements {
 			base = time.Duration(float64(p.opts.ReplaceBase) / tr.timeScale())
+		} else {
+			waited = waitedIn(streak)
+			waits = fmt.Sprintf(", %v of them waiting beyond the attempts' own time", waited)
 		}
-		if budget := budget(base, p.opts.Slack, span); len(streak) > budget {
+		if budget := budget(base, p.opts.Slack, waited); len(streak) > budget {
 			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
-				"%d failed attempts in %v; an exponential back-off from %v allows %d", len(streak), span, base, budget), true
+				"%d failed attempts in %v%s; an exponential back-off from %v allows %d", len(streak), span, waits, base, budget), true
 		}
 		for i := 1; i < len(streak) && !t.replacements; i++ {
 			if gap := streak[i].at.Sub(streak[i-1].at); gap > p.opts.Cap+p.opts.Cap/10 {
@@ -186,6 +191,28 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news) (Verdict, bo
 		}
 	}
 	return Verdict{}, false
+}
+
+// waitedIn is how long a streak of retries waited beyond what its attempts
+// took themselves: the sum of the gaps between attempts, less the median
+// gap from each (none below zero). An attempt's own time (the controller's
+// work, its request's round trip) grows with the machine's load, and a
+// retry loop with no back-off on a loaded machine spans as much time as a
+// short back-off; what a back-off adds is waits that grow, which this
+// keeps. A back-off that doubles keeps most of its waits: the gaps above
+// the median are the longer half.
+func waitedIn(streak []attempt) time.Duration {
+	gaps := make([]time.Duration, 0, len(streak)-1)
+	for i := 1; i < len(streak); i++ {
+		gaps = append(gaps, streak[i].at.Sub(streak[i-1].at))
+	}
+	sorted := slices.Sorted(slices.Values(gaps))
+	median := sorted[(len(sorted)-1)/2]
+	var waited time.Duration
+	for _, g := range gaps {
+		waited += max(0, g-median)
+	}
+	return waited
 }
 
 // budget is how many attempts an exponential back-off from base, doubling,

@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -261,6 +262,41 @@ func TestBoundedBackoff(t *testing.T) {
 		reqs[i].User = "app-controller"
 	}
 	require.EqualError(t, BoundedBackoff(BackoffOptions{}).Check(tr).Err, "bounded-backoff: update apps web retried without backing off")
+}
+
+// TestBoundedBackoffUnderLoad: what each attempt takes itself (the
+// controller's work, a request's round trip) grows with the machine's
+// load and is not a back-off. A back-off from 5 ms passes at any length
+// and any cost of an attempt; a retry loop with no back-off fails after a
+// few attempts however slow each is (ten refused writes at 30-60 ms each
+// span about what a back-off from 5 ms allows ten attempts).
+func TestBoundedBackoffUnderLoad(t *testing.T) {
+	p := BoundedBackoff(BackoffOptions{})
+	retries := func(n int, gap func(i int) time.Duration) *Trace {
+		var reqs []Request
+		d := time.Duration(0)
+		for i := range n {
+			reqs = append(reqs, Request{At: at(d), User: "c", Verb: "patch", Resource: "podsets", Name: "web", Code: 504})
+			d += gap(i)
+		}
+		return &Trace{Start: t0, Controller: "c", Requests: reqs, End: at(d), Final: true}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cost := range []time.Duration{0, time.Millisecond, 30 * time.Millisecond, 200 * time.Millisecond} {
+		for n := 2; n <= 16; n++ {
+			tr := retries(n, func(i int) time.Duration {
+				return cost + time.Duration(rng.Int64N(int64(cost)+1)) + 5*time.Millisecond<<i
+			})
+			v := p.Check(tr)
+			require.NoError(t, v.Err, "a back-off from 5 ms, %d attempts costing %v-%v: %s", n, cost, 2*cost, v.Detail)
+		}
+	}
+	for _, cost := range []time.Duration{time.Millisecond, 30 * time.Millisecond, 200 * time.Millisecond} {
+		tr := retries(10, func(int) time.Duration { return cost + time.Duration(rng.Int64N(int64(cost)+1)) })
+		v := p.Check(tr)
+		require.EqualError(t, v.Err, "bounded-backoff: patch podsets web retried without backing off", "10 attempts costing %v-%v each", cost, 2*cost)
+		require.Contains(t, v.Detail, "10 failed attempts in ")
+	}
 }
 
 // TestBoundedBackoffNews: another writer's change to what the controller
