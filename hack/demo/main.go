@@ -1,9 +1,10 @@
 // Command demo runs kubeprop's conformance suite on the bundled
 // controllers (controllers/suite) on the hollow cluster and prints a
 // table: for each controller, pass, or the property that failed with the
-// shrunk plan and the command that replays it. Scenarios go where the
-// suite's tests replay them, controllers/testdata/kubeprop/TestConformance/
-// <controller>/; HTML timelines to reports/.
+// shrunk plan and the command that replays it. Scenarios go to
+// reports/scenarios/<controller>/, HTML timelines to reports/; the suite's
+// own saved scenarios (controllers/testdata/kubeprop/TestConformance/),
+// which make test replays, are left as they are.
 //
 // Run it from the repository's root: make demo. Flags: -only NAME,
 // -checks (plans per controller, default 20), -shrinktime (2m), -seed,
@@ -183,8 +184,12 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 	start := time.Now()
 	opts := target.SearchOptions(search)
 	opts.Parallel = parallel
-	// Where the suite's tests replay them.
-	opts.Dir = filepath.Join("controllers", harness.ScenarioDir, "TestConformance", target.Name)
+	// Beside the timelines, not over the suite's saved scenarios: those
+	// are what make test replays, and a searched one may reproduce only
+	// when the timing falls right.
+	// Absolute, so that the replay command in the file's header works
+	// from any folder.
+	opts.Dir = filepath.Join(reports, "scenarios", target.Name)
 	opts.OnCase = caseLines("demo: "+target.Name, nil)
 	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
 	expected := "pass"
@@ -211,7 +216,7 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 		}
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
-			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, strings.TrimPrefix(f.Scenario, "controllers/")), outcome, order}
+			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, filepath.Join("..", "reports", "scenarios", target.Name, filepath.Base(f.Scenario))), outcome, order}
 		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
 	}
 	d.mu.Lock()
