@@ -46,7 +46,9 @@ import (
 // (faults.Simpler), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
 // fails in some runs of its plan only) or ShrinkTime has passed since
-// the failure was found.
+// the failure was found. A candidate that failed so before (often a plan
+// of the search's first batch, after the one shrunk) counts without a
+// run.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
 	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: harness.DefaultParallel)")
@@ -317,6 +319,9 @@ type searcher struct {
 	// runs counts the runs of each plan: the search runs a plan once, the
 	// shrinker a candidate at most shrinkAttempts times.
 	runs map[string]int
+	// failures are the reports of the plans that failed, by plan (see
+	// failedOnce).
+	failures map[string]*Report
 	// onCase serializes the calls of OnCase.
 	onCase sync.Mutex
 	// runCase runs a case: run, or a stand-in in the shrinker's tests.
@@ -425,7 +430,8 @@ func (s *searcher) unran(plan []faults.Step) {
 // the lowest index whose case fails (failing property, when given; any
 // property otherwise), with its report; -1 and nil when none does. Plans
 // run attempts times before are skipped (they did not fail that way: see
-// shrink); none is started after the first failure found or, when
+// shrink), and plans that failed that way before are taken as failing
+// without a run (see failedOnce); none is started after the first failure found or, when
 // deadline is set, after the deadline. The cases of plans after the first
 // failure found are cut short (they cannot change the answer): it returns
 // as soon as the plans before it have ended (a failing case ends for the
@@ -443,11 +449,37 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 	var bestRep *Report
 	var firstErr error
 	running := map[int]context.CancelFunc{} // the cases running, by plan
+	take := func(r result) {
+		switch {
+		case best >= 0 && r.i > best:
+			// Cut short when best was found (none starts after):
+			// whatever it says, it did not run to its end.
+			s.unran(plans[r.i])
+		case r.err != nil:
+			if firstErr == nil {
+				firstErr = r.err
+			}
+		case r.rep != nil:
+			s.failedOnce(plans[r.i], r.rep)
+			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best) {
+				best, bestRep = r.i, r.rep
+				for j, cancel := range running {
+					if j > best {
+						cancel()
+					}
+				}
+			}
+		}
+	}
 	for {
 		for len(running) < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
 			(deadline.IsZero() || time.Now().Before(deadline)) {
 			i := next
 			next++
+			if rep := s.failedBefore(plans[i], property); rep != nil {
+				take(result{i, rep, nil})
+				continue
+			}
 			if s.ran(plans[i], attempts) {
 				continue
 			}
@@ -474,24 +506,33 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		r := <-results
 		running[r.i]()
 		delete(running, r.i)
-		switch {
-		case best >= 0 && r.i > best:
-			// Cut short when best was found (none starts after):
-			// whatever it says, it did not run to its end.
-			s.unran(plans[r.i])
-		case r.err != nil:
-			if firstErr == nil {
-				firstErr = r.err
-			}
-		case r.rep != nil && (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best):
-			best, bestRep = r.i, r.rep
-			for j, cancel := range running {
-				if j > best {
-					cancel()
-				}
-			}
-		}
+		take(r)
 	}
+}
+
+// failedOnce keeps the report of a plan whose case failed (and was not cut
+// short); failedBefore returns it when it failed property (any, when
+// empty). A search's first batch often holds several failing plans, and
+// the shrinker's candidates are often among them: each known failure is
+// a case not run again, which for a bug judged at a 30 s deadline is most
+// of a candidate's time.
+func (s *searcher) failedOnce(plan []faults.Step, rep *Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failures == nil {
+		s.failures = map[string]*Report{}
+	}
+	s.failures[faults.FormatPlan(plan)] = rep
+}
+
+func (s *searcher) failedBefore(plan []faults.Step, property string) *Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rep := s.failures[faults.FormatPlan(plan)]
+	if rep == nil || property != "" && rep.Failures[0].Property != property {
+		return nil
+	}
+	return rep
 }
 
 // startCase runs a case in a slot of Parallel, taken when one is free

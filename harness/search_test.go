@@ -257,6 +257,37 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 	require.Equal(t, []faults.Step{crash, scale(4)}, got.Plan, "runs: %v", ran)
 }
 
+// TestShrinkTakesKnownFailures: a candidate that failed in the search
+// before (a plan of the first batch, after the one shrunk) fails without
+// running again.
+func TestShrinkTakesKnownFailures(t *testing.T) {
+	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
+		mu.Lock()
+		runs[faults.FormatPlan(plan)]++
+		mu.Unlock()
+		if len(plan) > 1 {
+			time.Sleep(100 * time.Millisecond) // the one-step plan ends first
+		}
+		// Every plan with a scale to 0 fails.
+		rep := &Report{Plan: plan}
+		if slices.Contains(plan, scale(0)) {
+			rep.Failures = []Failure{{Property: "quiescent"}}
+		}
+		return rep, nil
+	}
+	i, first, err := s.firstFailing([][]faults.Step{{scale(3), scale(0)}, {scale(0)}, {scale(2)}}, "", time.Time{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 0, i, "the lowest index")
+	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Equal(t, []faults.Step{scale(0)}, got.Plan)
+	require.Equal(t, 1, runs[faults.FormatPlan([]faults.Step{scale(0)})], "runs: %v", runs)
+}
+
 // runPlan runs plan as a search does and returns what run told.
 func runPlan(s *searcher, plan []faults.Step) (*Report, error) {
 	var rep *Report
