@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
+	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
 )
 
@@ -111,7 +112,10 @@ func benchTarget(env *harness.Env, target suite.Target, seeds, parallel int, scr
 		case f == nil:
 		case target.Correct():
 			r.alarms++
-			fmt.Fprintf(os.Stderr, "bench: %s, seed %d: FALSE ALARM %s\n", target.Name, seed, f.Message)
+			// The scratch folder goes with the run: what it takes to
+			// find the cause is printed.
+			fmt.Fprintf(os.Stderr, "bench: %s, seed %d: FALSE ALARM %s\n    plan %s (shrunk from plan %d)\n    %s\n",
+				target.Name, seed, f.Message, faults.FormatPlan(f.Plan), f.FailingPlan, f.Detail)
 		default:
 			if f.Property == target.Property {
 				r.caught++
