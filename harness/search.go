@@ -431,8 +431,8 @@ func (s *searcher) unran(plan []faults.Step) {
 // property otherwise), with its report; -1 and nil when none does. Plans
 // run attempts times before are skipped (they did not fail that way: see
 // shrink), and plans that failed that way before are taken as failing
-// without a run (see failedOnce); none is started after the first failure found or, when
-// deadline is set, after the deadline. The cases of plans after the first
+// without a run (see failedOnce); none is started after the first failure
+// found or, when deadline is set, after the deadline. The cases of plans after the first
 // failure found are cut short (they cannot change the answer): it returns
 // as soon as the plans before it have ended (a failing case ends for the
 // search when it is judged: see run), while those tear down; each holds

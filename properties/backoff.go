@@ -39,8 +39,8 @@ type BackoffOptions struct {
 // or ask for a requeue, or API requests refused), it makes no more attempts
 // than an exponential back-off from Base allows in the time it waited
 // between them (the gaps less the shortest: what the attempts take
-// themselves grows with the machine's load, see waitedIn), it never waits longer
-// than Cap, and once the faults heal an object whose reconcile was failing
+// themselves grows with the machine's load, see waitedIn), it never waits
+// longer than Cap, and once the faults heal an object whose reconcile was failing
 // is reconciled again within RecoverWithin. A write by another API user
 // to a resource the controller writes too ends a streak: every
 // informer-driven controller reacts to such news at once, and a reconcile

@@ -186,9 +186,8 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 	opts.Parallel = parallel
 	// Beside the timelines, not over the suite's saved scenarios: those
 	// are what make test replays, and a searched one may reproduce only
-	// when the timing falls right.
-	// Absolute, so that the replay command in the file's header works
-	// from any folder.
+	// when the timing falls right. Absolute, so that the replay command
+	// in the file's header works from any folder.
 	opts.Dir = filepath.Join(reports, "scenarios", target.Name)
 	opts.OnCase = caseLines("demo: "+target.Name, nil)
 	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
