@@ -106,16 +106,7 @@ func MergedScaleChanges(plan []Step, objects []client.Object) [][]Step {
 		object int
 		path   string
 	}
-	before := map[field]int64{} // each field's value before the step at hand, where known
-	for o, obj := range objects {
-		for _, st := range plan {
-			if sc, ok := st.(ScaleChangeStep); ok && sc.Object == o {
-				if v, ok := intField(obj, sc.Field); ok {
-					before[field{o, sc.Field}] = v
-				}
-			}
-		}
-	}
+	set := map[field]int64{} // each field's value as the plan's ScaleChanges set it so far
 	var out [][]Step
 	for i, st := range plan {
 		first, ok := st.(ScaleChangeStep)
@@ -123,8 +114,11 @@ func MergedScaleChanges(plan []Step, objects []client.Object) [][]Step {
 			continue
 		}
 		f := field{first.Object, first.Field}
-		from, known := before[f]
-		before[f] = first.Value
+		from, known := set[f]
+		if !known && first.Object < len(objects) {
+			from, known = intField(objects[first.Object], first.Field)
+		}
+		set[f] = first.Value
 		if !known || from == first.Value {
 			continue // unknown, or a no-op that a plain drop removes
 		}

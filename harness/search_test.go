@@ -47,33 +47,27 @@ func TestSearchDrawsRapidsPlans(t *testing.T) {
 func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 	bug := faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}
 	other := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
-	runs := map[string]int{}
 	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
-	var mu sync.Mutex
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		key := faults.FormatPlan(plan)
-		runs[key]++
+	cases := standIn(s, func(plan []faults.Step, run int) *Report {
 		rep := &Report{Plan: plan}
 		// A plan with the bug's step fails; the step alone, only in its
 		// second run.
-		if slices.ContainsFunc(plan, func(st faults.Step) bool { return st == bug }) && (len(plan) > 1 || runs[key] == 2) {
+		if slices.ContainsFunc(plan, func(st faults.Step) bool { return st == bug }) && (len(plan) > 1 || run == 2) {
 			rep.Failures = []Failure{{Property: "converges", Message: "status stuck"}}
 		}
-		return rep, nil
-	}
+		return rep
+	})
 	first, err := runPlan(s, []faults.Step{other(3), bug, other(4), other(5)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, at := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
-	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", runs)
+	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", cases.runs)
 	require.False(t, at.IsZero())
-	for plan, n := range runs {
+	for plan, n := range cases.runs {
 		require.LessOrEqual(t, n, shrinkAttempts, "plan %s", plan)
 	}
-	require.Equal(t, 2, runs[faults.FormatPlan([]faults.Step{bug})])
+	require.Equal(t, 2, cases.runs[faults.FormatPlan([]faults.Step{bug})])
 }
 
 // TestFirstFailingCutsLaterCases: once a plan fails, the cases of the
@@ -185,12 +179,7 @@ func TestOnCaseOneAtATime(t *testing.T) {
 func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 	step := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
-	var mu sync.Mutex
-	var ran []string
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, faults.FormatPlan(plan))
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
 		rep := &Report{Plan: plan}
 		// Step 5 fails the case as it runs; step 7 does nothing.
 		for i, st := range plan {
@@ -200,21 +189,21 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 				for j := i + 1; j < len(plan); j++ {
 					rep.Unrun = append(rep.Unrun, j)
 				}
-				return rep, nil
+				return rep
 			case st == step(7):
 				rep.NoOps = append(rep.NoOps, i)
 			}
 		}
-		return rep, nil
-	}
+		return rep
+	})
 	first, err := runPlan(s, []faults.Step{step(7), step(1), step(5), step(2), step(3)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	require.Equal(t, []int{3, 4}, first.Unrun)
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
-	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", ran)
-	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), ran[1], "the first candidate drops the no-op and the unrun steps at once")
+	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", cases.order)
+	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), cases.order[1], "the first candidate drops the no-op and the unrun steps at once")
 }
 
 // TestShrinkMergesScaleChanges: a bug that needs a pod created after a
@@ -228,12 +217,7 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 	fixture := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(3)}}}
 	spec := Spec{Fixtures: func(string) []client.Object { return []client.Object{fixture.DeepCopy()} }}
 	s := &searcher{spec: spec, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
-	var mu sync.Mutex
-	var ran []string
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, faults.FormatPlan(plan))
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
 		rep := &Report{Plan: plan}
 		replicas, armed := int64(3), false
 		for _, st := range plan {
@@ -247,14 +231,14 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 				replicas = st.Value
 			}
 		}
-		return rep, nil
-	}
+		return rep
+	})
 	first, err := runPlan(s, []faults.Step{scale(0), crash, scale(1)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait()
-	require.Equal(t, []faults.Step{crash, scale(4)}, got.Plan, "runs: %v", ran)
+	require.Equal(t, []faults.Step{crash, scale(4)}, got.Plan, "runs: %v", cases.order)
 }
 
 // TestShrinkTakesKnownFailures: a candidate that failed in the search
@@ -263,12 +247,7 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 func TestShrinkTakesKnownFailures(t *testing.T) {
 	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
-	var mu sync.Mutex
-	runs := map[string]int{}
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
-		mu.Lock()
-		runs[faults.FormatPlan(plan)]++
-		mu.Unlock()
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
 		if len(plan) > 1 {
 			time.Sleep(100 * time.Millisecond) // the one-step plan ends first
 		}
@@ -277,15 +256,40 @@ func TestShrinkTakesKnownFailures(t *testing.T) {
 		if slices.Contains(plan, scale(0)) {
 			rep.Failures = []Failure{{Property: "quiescent"}}
 		}
-		return rep, nil
-	}
+		return rep
+	})
 	i, first, err := s.firstFailing([][]faults.Step{{scale(3), scale(0)}, {scale(0)}, {scale(2)}}, "", time.Time{}, 1)
 	require.NoError(t, err)
 	require.Equal(t, 0, i, "the lowest index")
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait()
 	require.Equal(t, []faults.Step{scale(0)}, got.Plan)
-	require.Equal(t, 1, runs[faults.FormatPlan([]faults.Step{scale(0)})], "runs: %v", runs)
+	require.Equal(t, 1, cases.runs[faults.FormatPlan([]faults.Step{scale(0)})], "runs: %v", cases.runs)
+}
+
+// caseLog is what a searcher's stand-in cases ran: plans in the order
+// they started, and how often each. Read it once the search waited.
+type caseLog struct {
+	mu    sync.Mutex
+	order []string
+	runs  map[string]int
+}
+
+// standIn makes s run its cases with judge, a stand-in for a case that
+// gets the plan and its run (1 for its first); cases run side by side,
+// judge too.
+func standIn(s *searcher, judge func(plan []faults.Step, run int) *Report) *caseLog {
+	log := &caseLog{runs: map[string]int{}}
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
+		key := faults.FormatPlan(plan)
+		log.mu.Lock()
+		log.order = append(log.order, key)
+		log.runs[key]++
+		run := log.runs[key]
+		log.mu.Unlock()
+		return judge(plan, run), nil
+	}
+	return log
 }
 
 // runPlan runs plan as a search does and returns what run told.

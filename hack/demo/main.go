@@ -188,7 +188,8 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 	// are what make test replays, and a searched one may reproduce only
 	// when the timing falls right. Absolute, so that the replay command
 	// in the file's header works from any folder.
-	opts.Dir = filepath.Join(reports, "scenarios", target.Name)
+	scenarios := filepath.Join("scenarios", target.Name) // under reports/
+	opts.Dir = filepath.Join(reports, scenarios)
 	opts.OnCase = caseLines("demo: "+target.Name, nil)
 	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
 	expected := "pass"
@@ -215,7 +216,7 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 		}
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
-			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, filepath.Join("..", "reports", "scenarios", target.Name, filepath.Base(f.Scenario))), outcome, order}
+			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, filepath.Join("..", "reports", scenarios, filepath.Base(f.Scenario))), outcome, order}
 		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
 	}
 	d.mu.Lock()
