@@ -98,16 +98,18 @@ const (
 
 // Cluster is a running control plane.
 type Cluster struct {
-	opts     Options
-	dir      string
-	assets   string
-	env      *envtest.Environment
-	kcm      *child
-	sched    *child
-	ext      *extender
-	reaper   *os.File
-	stopOnce sync.Once
-	stopErr  error
+	opts   Options
+	dir    string
+	assets string
+	env    *envtest.Environment
+	kcm    *child
+	sched  *child
+	ext    *extender
+	reaper *os.File
+	// crdsEstablished: by then the API server had established the CRDs.
+	crdsEstablished time.Time
+	stopOnce        sync.Once
+	stopErr         error
 }
 
 // Start starts etcd, kube-apiserver, kube-controller-manager and
@@ -150,6 +152,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
+	// The API server holds each create of a custom resource for 2 s while
+	// its CRD was established less than 2 s before (so that another server
+	// of an HA control plane can catch up; customresource_handler.go): the
+	// first case's fixtures waited that long, and every case setting up
+	// beside it waited behind them. The controller manager and the
+	// scheduler start meanwhile.
+	if len(opts.CRDDirectoryPaths) > 0 {
+		defer sleepUntil(ctx, c.crdsEstablished.Add(crdCreateHold))
+	}
 	if err := c.startControllerManager(ctx); err != nil {
 		return nil, err
 	}
@@ -224,7 +235,10 @@ func (c *Cluster) startControlPlane() error {
 	if err := os.MkdirAll(c.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating the etcd folder: %w", err)
 	}
-	if _, err := c.env.Start(); err != nil {
+	_, err = c.env.Start()
+	// envtest returns once the CRDs are established.
+	c.crdsEstablished = time.Now()
+	if err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w\nlast lines of kube-apiserver's log:\n%s\nlast lines of etcd's log:\n%s",
 			err, fileTail(filepath.Join(c.dir, "kube-apiserver.log")), fileTail(filepath.Join(c.dir, "etcd.log")))
 	}
@@ -239,6 +253,20 @@ func (c *Cluster) startControlPlane() error {
 		c.env.WebhookInstallOptions.LocalServingCertDir = ""
 	}
 	return nil
+}
+
+// crdCreateHold is how long after a CRD was established the API server
+// holds a create of its objects (for that long).
+const crdCreateHold = 2 * time.Second
+
+// sleepUntil returns at t, or when ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context) error {
