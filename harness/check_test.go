@@ -189,14 +189,15 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	var mu sync.Mutex
 	var plans []string // of every case run; "FAIL " before a failing one
 	// A seed whose first plan has several steps: the bug shows at the first
-	// plan, and shrinking has steps to drop.
+	// plan, and shrinking has steps to drop. The search draws that plan
+	// alone: with more, the first failure judged may be a shorter one.
 	gen := spec.Plans()
 	seed := 1
 	for len(gen.Example(seed)) < 3 {
 		seed++
 	}
 	drawn := len(gen.Example(seed))
-	opts := harness.SearchOptions{Checks: 5, Seed: uint64(seed), ShrinkTime: time.Minute, Dir: filepath.Join(dir, t.Name())}
+	opts := harness.SearchOptions{Checks: 1, Seed: uint64(seed), ShrinkTime: time.Minute, Dir: filepath.Join(dir, t.Name())}
 	opts.OnCase = func(rep *harness.Report) {
 		mu.Lock()
 		defer mu.Unlock()

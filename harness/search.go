@@ -32,11 +32,16 @@ import (
 //
 // Plan i of a search is what rapid.Check would draw for its i-th check
 // with the same seed (rapid's seeds go S, S+1, S+3, S+6, ...), whatever
-// Parallel is. The failure shrunk is the failing plan of the lowest index:
-// with Parallel > 1, no plan after it is started once it is known, and
-// the plans before it still running finish first. The cases after it are
-// cut short; the search goes on (to the shrinker) while they tear down,
-// each in its slot of Parallel until it has. Shrinking keeps each
+// Parallel is. The failure shrunk is the first failing case judged: at
+// Parallel 1 the failing plan of the lowest index; with Parallel > 1 the
+// one that failed first, and the cases still running, before it or after
+// it, are cut short. Waiting for the plans before it gave each search the
+// time of the slowest of them (a correct case waits out its properties'
+// deadlines, a safety failure beside it is judged in seconds). So at
+// Parallel > 1 which of a batch's failing plans is shrunk depends on
+// timing; its replay does not. The search goes on (to the shrinker) while
+// the cases cut short tear down, each in its slot of Parallel until it
+// has. Shrinking keeps each
 // change after which the same property still fails: it drops the steps
 // the case recorded as no-ops, and those it did not run because a
 // property had already failed, together (one run), then tries each step
@@ -46,9 +51,8 @@ import (
 // (faults.Simpler), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
 // fails in some runs of its plan only) or ShrinkTime has passed since
-// the failure was found. A candidate that failed so before (often a plan
-// of the search's first batch, after the one shrunk) counts without a
-// run.
+// the failure was found. A candidate that failed so before (a candidate
+// of an earlier pass, judged after the one taken) counts without a run.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
 	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: harness.DefaultParallel)")
@@ -222,11 +226,11 @@ type Finding struct {
 	// failed first.
 	Plan       []faults.Step
 	DrawnSteps int
-	// Seed is the search's: the same seed finds the same first failure.
+	// Seed is the search's: the same seed draws the same plans (and at
+	// Parallel 1 finds the same first failure).
 	Seed uint64
-	// FailingPlan is the number of the first failing plan the search drew
-	// (from 1): how many plans it took to find the failure, whatever
-	// Parallel was.
+	// FailingPlan is the number (from 1) of the failing plan the search
+	// took: at Parallel 1, how many plans it took to find the failure.
 	FailingPlan int
 	// FoundAfter and ShrunkAfter are the times from the start of the
 	// search to the first failure and to the last smaller one.
@@ -253,7 +257,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
-	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{}, 1)
+	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{}, 1, true)
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -428,7 +432,9 @@ func (s *searcher) unran(plan []faults.Step) {
 
 // firstFailing runs plans, Parallel at a time in their order, and returns
 // the lowest index whose case fails (failing property, when given; any
-// property otherwise), with its report; -1 and nil when none does. Plans
+// property otherwise), with its report; -1 and nil when none does. When
+// firstJudged is set it returns the first failing case judged instead,
+// and the plans before it still running are cut short too. Plans
 // run attempts times before are skipped (they did not fail that way: see
 // shrink), and plans that failed that way before are taken as failing
 // without a run (see failedOnce); none is started after the first failure
@@ -437,7 +443,7 @@ func (s *searcher) unran(plan []faults.Step) {
 // as soon as the plans before it have ended (a failing case ends for the
 // search when it is judged: see run), while those tear down; each holds
 // its slot of Parallel until its teardown ended (wait).
-func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int) (int, *Report, error) {
+func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	type result struct {
 		i   int
 		rep *Report
@@ -494,7 +500,7 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 		// running finish.
 		waiting := false
 		for i := range running {
-			waiting = waiting || best < 0 || i < best
+			waiting = waiting || best < 0 || i < best && !firstJudged
 		}
 		if !waiting {
 			for i, cancel := range running {
@@ -512,10 +518,10 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 
 // failedOnce keeps the report of a plan whose case failed (and was not cut
 // short); failedBefore returns it when it failed property (any, when
-// empty). A search's first batch often holds several failing plans, and
-// the shrinker's candidates are often among them: each known failure is
-// a case not run again, which for a bug judged at a 30 s deadline is most
-// of a candidate's time.
+// empty). A shrink pass waits for its candidates before the failing one
+// taken, and those after it judged meanwhile may fail too; a later pass
+// often tries them again: each known failure is a case not run again,
+// which for a bug judged at a 30 s deadline is most of a candidate's time.
 func (s *searcher) failedOnce(plan []faults.Step, rep *Report) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -562,7 +568,7 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 	var at time.Time
 	attempts := 1
 	try := func(candidates [][]faults.Step) bool {
-		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts)
+		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
 		if err != nil || smaller == nil {
 			return false
 		}

@@ -120,7 +120,7 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	}
 	answered := make(chan answer)
 	go func() {
-		i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1)
+		i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1, false)
 		answered <- answer{i, rep, err}
 	}()
 	var a answer
@@ -139,12 +139,59 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		close(tornDown)
 	}()
-	i, _, err := s.firstFailing([][]faults.Step{plan(3), plan(4), plan(5)}, "", time.Time{}, 1)
+	i, _, err := s.firstFailing([][]faults.Step{plan(3), plan(4), plan(5)}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, -1, i)
 	s.wait()
 	require.Equal(t, int32(3), most.Load(), "no more than Parallel cases at once")
 	require.Equal(t, map[int64]string{0: "<nil>", 1: "<nil>", 2: "context canceled", 3: "<nil>", 4: "<nil>", 5: "<nil>"}, ended)
+}
+
+// TestFirstFailingTakesFirstJudged: in the search's draws the first
+// failure judged is the answer; the plan before it, which would take a
+// minute (a liveness deadline), is cut short, not waited for, and does not
+// count as run.
+func TestFirstFailingTakesFirstJudged(t *testing.T) {
+	plan := func(v int64) []faults.Step {
+		return []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}}
+	}
+	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
+		rep := &Report{Plan: plan}
+		if plan[0].(faults.ScaleChangeStep).Value == 1 {
+			rep.Failures = []Failure{{Property: "at-most-replicas"}}
+			return rep, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return rep, nil
+		}
+	}
+	start := time.Now()
+	i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1)}, "", time.Time{}, 1, true)
+	require.NoError(t, err)
+	require.Equal(t, 1, i)
+	require.Equal(t, plan(1), rep.Plan)
+	require.Less(t, time.Since(start), 30*time.Second, "the plan before the failure was waited for")
+	s.wait()
+	require.Zero(t, s.runs[faults.FormatPlan(plan(0))], "a case cut short does not count as a run")
+
+	// In order (the shrinker's), the same plans wait for plan 0: here it
+	// fails too, and is the answer.
+	s = &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
+		rep := &Report{Plan: plan, Failures: []Failure{{Property: "at-most-replicas"}}}
+		if plan[0].(faults.ScaleChangeStep).Value == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		return rep, nil
+	}
+	i, _, err = s.firstFailing([][]faults.Step{plan(0), plan(1)}, "", time.Time{}, 1, false)
+	require.NoError(t, err)
+	require.Equal(t, 0, i)
+	s.wait()
 }
 
 // TestOnCaseOneAtATime: with cases side by side, OnCase is never called
@@ -166,7 +213,7 @@ func TestOnCaseOneAtATime(t *testing.T) {
 	for v := range int64(8) {
 		plans = append(plans, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}})
 	}
-	i, _, err := s.firstFailing(plans, "", time.Time{}, 1)
+	i, _, err := s.firstFailing(plans, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, -1, i)
 	require.Equal(t, int32(8), calls.Load())
@@ -242,7 +289,7 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 }
 
 // TestShrinkTakesKnownFailures: a candidate that failed in the search
-// before (a plan of the first batch, after the one shrunk) fails without
+// before (here a plan judged after the lowest failing one) fails without
 // running again.
 func TestShrinkTakesKnownFailures(t *testing.T) {
 	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
@@ -258,7 +305,7 @@ func TestShrinkTakesKnownFailures(t *testing.T) {
 		}
 		return rep
 	})
-	i, first, err := s.firstFailing([][]faults.Step{{scale(3), scale(0)}, {scale(0)}, {scale(2)}}, "", time.Time{}, 1)
+	i, first, err := s.firstFailing([][]faults.Step{{scale(3), scale(0)}, {scale(0)}, {scale(2)}}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, 0, i, "the lowest index")
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
@@ -315,7 +362,7 @@ func TestFailureToldBeforeTeardown(t *testing.T) {
 	}
 	answered := make(chan int)
 	go func() {
-		i, _, err := s.firstFailing([][]faults.Step{{faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}}}, "", time.Time{}, 1)
+		i, _, err := s.firstFailing([][]faults.Step{{faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}}}, "", time.Time{}, 1, false)
 		assert.NoError(t, err)
 		answered <- i
 	}()

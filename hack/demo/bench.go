@@ -21,7 +21,7 @@ import (
 // -parallel says; every seed), their ratio, the machine's CPU in use
 // meanwhile, and the false alarms. For each seeded bug (at the search's Parallel), how often it was
 // caught by its property, the time to the first failure, the number of
-// the first failing plan drawn (the same whatever Parallel is) and the
+// the failing plan the search took (the first judged) and the
 // time to the shrunk plan (median [min, max]), and the shrunk plan's
 // length against the known minimum. Scenarios go to a scratch folder: the suite's saved ones stay
 // as they are.
