@@ -87,7 +87,7 @@ func replay(t TB, env *Env, spec Spec, file string, show bool) {
 	case scenario.Fail:
 		for _, f := range rep.Failures {
 			if f.Property == s.Expect.Property {
-				t.Logf("kubeprop: %s reproduced: %s", file, f.Message)
+				t.Logf("kubeprop: %s reproduced (%s): %s", file, rep.Times, f.Message)
 				return
 			}
 		}

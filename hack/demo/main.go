@@ -260,8 +260,8 @@ func caseLines(prefix string, also func(*harness.Report)) func(*harness.Report) 
 			also(rep)
 		}
 		cases++
-		fmt.Fprintf(os.Stderr, "%s case %d (%v): %s %s\n", prefix, cases,
-			rep.Times.Total().Round(100*time.Millisecond), faults.FormatPlan(rep.Plan), verdict(rep))
+		fmt.Fprintf(os.Stderr, "%s case %d (%v: %s): %s %s\n", prefix, cases,
+			rep.Times.Total().Round(100*time.Millisecond), rep.Times, faults.FormatPlan(rep.Plan), verdict(rep))
 	}
 }
 
