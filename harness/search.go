@@ -51,8 +51,9 @@ import (
 // (faults.Simpler), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
 // fails in some runs of its plan only) or ShrinkTime has passed since
-// the failure was found. A candidate that failed so before (a candidate
-// of an earlier pass, judged after the one taken) counts without a run.
+// the failure was found. A candidate that failed so before (in an
+// earlier pass, placed after the one taken but judged before it) counts
+// without a run. The search's draws keep only the failure they take.
 
 var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
 	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: harness.DefaultParallel)")
@@ -438,11 +439,12 @@ func (s *searcher) unran(plan []faults.Step) {
 // run attempts times before are skipped (they did not fail that way: see
 // shrink), and plans that failed that way before are taken as failing
 // without a run (see failedOnce); none is started after the first failure
-// found or, when deadline is set, after the deadline. The cases of plans after the first
-// failure found are cut short (they cannot change the answer): it returns
-// as soon as the plans before it have ended (a failing case ends for the
-// search when it is judged: see run), while those tear down; each holds
-// its slot of Parallel until its teardown ended (wait).
+// found or, when deadline is set, after the deadline. The cases of plans
+// after the first failure found are cut short (they cannot change the
+// answer): it returns as soon as the plans before it have ended (at once
+// with firstJudged; a failing case ends for the search when it is judged:
+// see run), while those tear down; each holds its slot of Parallel until
+// its teardown ended (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	type result struct {
 		i   int
@@ -495,9 +497,9 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 				s.run(ctx, plans[i], func(rep *Report, err error) { results <- result{i, rep, err} })
 			})
 		}
-		// The answer is in once no plan before the best is running: the
-		// cases left are cut short. After a harness failure the cases
-		// running finish.
+		// The answer is in once no plan before the best is running (with
+		// firstJudged, once there is a best): the cases left are cut
+		// short. After a harness failure the cases running finish.
 		waiting := false
 		for i := range running {
 			waiting = waiting || best < 0 || i < best && !firstJudged
@@ -519,9 +521,10 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 // failedOnce keeps the report of a plan whose case failed (and was not cut
 // short); failedBefore returns it when it failed property (any, when
 // empty). A shrink pass waits for its candidates before the failing one
-// taken, and those after it judged meanwhile may fail too; a later pass
-// often tries them again: each known failure is a case not run again,
-// which for a bug judged at a 30 s deadline is most of a candidate's time.
+// it takes, and those placed after it but judged before it may have
+// failed too; a later pass often tries them again: each known failure is
+// a case not run again, which for a bug judged at a 30 s deadline is most
+// of a candidate's time.
 func (s *searcher) failedOnce(plan []faults.Step, rep *Report) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -289,8 +289,8 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 }
 
 // TestShrinkTakesKnownFailures: a candidate that failed in the search
-// before (here a plan judged after the lowest failing one) fails without
-// running again.
+// before (here a plan placed after the lowest failing one, judged before
+// it) fails without running again.
 func TestShrinkTakesKnownFailures(t *testing.T) {
 	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}

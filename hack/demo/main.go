@@ -120,7 +120,7 @@ func run(only string, seeds int, memProfile string) (code int) {
 	}
 	if search.Seed == 0 {
 		// One seed for every target, named in the summary: the same
-		// command with -seed repeats the run.
+		// command with -seed draws the same plans.
 		search.Seed = rand.Uint64N(1_000_000) + 1
 	}
 	d := &demo{start: time.Now(), seed: search.Seed}
@@ -137,8 +137,8 @@ func run(only string, seeds int, memProfile string) (code int) {
 		os.Exit(130)
 	}()
 	// Targets side by side, each with its share of the cases at once: a
-	// search waits on its slowest case before it shrinks, and between
-	// shrink passes.
+	// search that finds nothing waits on its slowest case, and a shrink
+	// pass on its candidates before the one it takes.
 	parallel := search.Parallel
 	if parallel == 0 {
 		parallel = harness.DefaultParallel()

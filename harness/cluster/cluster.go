@@ -152,20 +152,22 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	// The API server holds each create of a custom resource for 2 s while
-	// its CRD was established less than 2 s before (so that another server
-	// of an HA control plane can catch up; customresource_handler.go): the
-	// first case's fixtures waited that long, and every case setting up
-	// beside it waited behind them. The controller manager and the
-	// scheduler start meanwhile.
-	if len(opts.CRDDirectoryPaths) > 0 {
-		defer sleepUntil(ctx, c.crdsEstablished.Add(crdCreateHold))
-	}
 	if err := c.startControllerManager(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.startScheduler(ctx); err != nil {
 		return nil, err
+	}
+	// The API server holds each create of a custom resource for 2 s while
+	// its CRD was established less than 2 s before (so that another server
+	// of an HA control plane can catch up; customresource_handler.go): the
+	// first case's fixtures waited that long, and every case setting up
+	// beside it waited behind them. What is left of the 2 s after the
+	// controller manager and the scheduler started.
+	if len(c.env.CRDs) > 0 {
+		if err := sleepUntil(ctx, c.crdsEstablished.Add(crdCreateHold)); err != nil {
+			return nil, fmt.Errorf("waiting out the API server's hold on creates of new CRDs' objects: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -259,13 +261,15 @@ func (c *Cluster) startControlPlane() error {
 // holds a create of its objects (for that long).
 const crdCreateHold = 2 * time.Second
 
-// sleepUntil returns at t, or when ctx ends.
-func sleepUntil(ctx context.Context, t time.Time) {
+// sleepUntil returns at t, or with ctx's error when it ends first.
+func sleepUntil(ctx context.Context, t time.Time) error {
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {
 	case <-timer.C:
+		return nil
 	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
