@@ -45,8 +45,7 @@ func TestSearchDrawsRapidsPlans(t *testing.T) {
 // before the shrinker stops, so it still reaches the one step that needs
 // two runs to fail; no candidate runs more than twice.
 func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
-	bug := faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}
-	other := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+	bug := scaleTo(0)
 	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
 	cases := standIn(s, func(plan []faults.Step, run int) *Report {
 		rep := &Report{Plan: plan}
@@ -57,7 +56,7 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 		}
 		return rep
 	})
-	first, err := runPlan(s, []faults.Step{other(3), bug, other(4), other(5)})
+	first, err := runPlan(s, []faults.Step{scaleTo(3), bug, scaleTo(4), scaleTo(5)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, at := s.shrink(first, time.Now().Add(time.Minute))
@@ -77,9 +76,6 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 // short have torn down: those keep their slots until then, so the next
 // call's cases wait for them.
 func TestFirstFailingCutsLaterCases(t *testing.T) {
-	plan := func(v int64) []faults.Step {
-		return []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}}
-	}
 	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
 	var mu sync.Mutex
 	ended := map[int64]string{}
@@ -120,7 +116,7 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	}
 	answered := make(chan answer)
 	go func() {
-		i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1), plan(2)}, "", time.Time{}, 1, false)
+		i, rep, err := s.firstFailing([][]faults.Step{scalePlan(0), scalePlan(1), scalePlan(2)}, "", time.Time{}, 1, false)
 		answered <- answer{i, rep, err}
 	}()
 	var a answer
@@ -131,15 +127,15 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 	}
 	require.NoError(t, a.err)
 	require.Equal(t, 1, a.i)
-	require.Equal(t, plan(1), a.rep.Plan)
-	require.Zero(t, s.runs[faults.FormatPlan(plan(2))], "a case cut short does not count as a run")
+	require.Equal(t, scalePlan(1), a.rep.Plan)
+	require.Zero(t, s.runs[faults.FormatPlan(scalePlan(2))], "a case cut short does not count as a run")
 
 	// The next call's three cases wait for the slot the third case holds.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		close(tornDown)
 	}()
-	i, _, err := s.firstFailing([][]faults.Step{plan(3), plan(4), plan(5)}, "", time.Time{}, 1, false)
+	i, _, err := s.firstFailing([][]faults.Step{scalePlan(3), scalePlan(4), scalePlan(5)}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, -1, i)
 	s.wait()
@@ -152,9 +148,6 @@ func TestFirstFailingCutsLaterCases(t *testing.T) {
 // minute (a liveness deadline), is cut short, not waited for, and does not
 // count as run.
 func TestFirstFailingTakesFirstJudged(t *testing.T) {
-	plan := func(v int64) []faults.Step {
-		return []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}}
-	}
 	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
 	s.runCase = func(ctx context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
 		rep := &Report{Plan: plan}
@@ -170,25 +163,24 @@ func TestFirstFailingTakesFirstJudged(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	i, rep, err := s.firstFailing([][]faults.Step{plan(0), plan(1)}, "", time.Time{}, 1, true)
+	i, rep, err := s.firstFailing([][]faults.Step{scalePlan(0), scalePlan(1)}, "", time.Time{}, 1, true)
 	require.NoError(t, err)
 	require.Equal(t, 1, i)
-	require.Equal(t, plan(1), rep.Plan)
+	require.Equal(t, scalePlan(1), rep.Plan)
 	require.Less(t, time.Since(start), 30*time.Second, "the plan before the failure was waited for")
 	s.wait()
-	require.Zero(t, s.runs[faults.FormatPlan(plan(0))], "a case cut short does not count as a run")
+	require.Zero(t, s.runs[faults.FormatPlan(scalePlan(0))], "a case cut short does not count as a run")
 
 	// In order (the shrinker's), the same plans wait for plan 0: here it
 	// fails too, and is the answer.
 	s = &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, _ func(*Report)) (*Report, error) {
-		rep := &Report{Plan: plan, Failures: []Failure{{Property: "at-most-replicas"}}}
-		if plan[0].(faults.ScaleChangeStep).Value == 0 {
+	standIn(s, func(plan []faults.Step, _ int) *Report {
+		if plan[0] == scaleTo(0) {
 			time.Sleep(100 * time.Millisecond)
 		}
-		return rep, nil
-	}
-	i, _, err = s.firstFailing([][]faults.Step{plan(0), plan(1)}, "", time.Time{}, 1, false)
+		return &Report{Plan: plan, Failures: []Failure{{Property: "at-most-replicas"}}}
+	})
+	i, _, err = s.firstFailing([][]faults.Step{scalePlan(0), scalePlan(1)}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, 0, i)
 	s.wait()
@@ -211,7 +203,7 @@ func TestOnCaseOneAtATime(t *testing.T) {
 	}
 	var plans [][]faults.Step
 	for v := range int64(8) {
-		plans = append(plans, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: v}})
+		plans = append(plans, scalePlan(v))
 	}
 	i, _, err := s.firstFailing(plans, "", time.Time{}, 1, false)
 	require.NoError(t, err)
@@ -224,33 +216,32 @@ func TestOnCaseOneAtATime(t *testing.T) {
 // property had failed before them, go in the shrinker's first candidate,
 // together with the no-ops: one run takes the plan to what ran.
 func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
-	step := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
 	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
 		rep := &Report{Plan: plan}
 		// Step 5 fails the case as it runs; step 7 does nothing.
 		for i, st := range plan {
 			switch {
-			case st == step(5):
+			case st == scaleTo(5):
 				rep.Failures = []Failure{{Property: "at-most-replicas"}}
 				for j := i + 1; j < len(plan); j++ {
 					rep.Unrun = append(rep.Unrun, j)
 				}
 				return rep
-			case st == step(7):
+			case st == scaleTo(7):
 				rep.NoOps = append(rep.NoOps, i)
 			}
 		}
 		return rep
 	})
-	first, err := runPlan(s, []faults.Step{step(7), step(1), step(5), step(2), step(3)})
+	first, err := runPlan(s, []faults.Step{scaleTo(7), scaleTo(1), scaleTo(5), scaleTo(2), scaleTo(3)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	require.Equal(t, []int{3, 4}, first.Unrun)
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
-	require.Equal(t, []faults.Step{step(5)}, got.Plan, "runs: %v", cases.order)
-	require.Equal(t, faults.FormatPlan([]faults.Step{step(1), step(5)}), cases.order[1], "the first candidate drops the no-op and the unrun steps at once")
+	require.Equal(t, scalePlan(5), got.Plan, "runs: %v", cases.order)
+	require.Equal(t, faults.FormatPlan([]faults.Step{scaleTo(1), scaleTo(5)}), cases.order[1], "the first candidate drops the no-op and the unrun steps at once")
 }
 
 // TestShrinkMergesScaleChanges: a bug that needs a pod created after a
@@ -259,7 +250,6 @@ func TestShrinkDropsUnrunStepsFirst(t *testing.T) {
 // loses the scale-up); merging the ScaleChanges keeps the scale-up, one
 // step shorter.
 func TestShrinkMergesScaleChanges(t *testing.T) {
-	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	crash := faults.CrashAfterWriteStep{Writes: 1}
 	fixture := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(3)}}}
 	spec := Spec{Fixtures: func(string) []client.Object { return []client.Object{fixture.DeepCopy()} }}
@@ -280,19 +270,18 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 		}
 		return rep
 	})
-	first, err := runPlan(s, []faults.Step{scale(0), crash, scale(1)})
+	first, err := runPlan(s, []faults.Step{scaleTo(0), crash, scaleTo(1)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait()
-	require.Equal(t, []faults.Step{crash, scale(4)}, got.Plan, "runs: %v", cases.order)
+	require.Equal(t, []faults.Step{crash, scaleTo(4)}, got.Plan, "runs: %v", cases.order)
 }
 
 // TestShrinkTakesKnownFailures: a candidate that failed in the search
 // before (here a plan placed after the lowest failing one, judged before
 // it) fails without running again.
 func TestShrinkTakesKnownFailures(t *testing.T) {
-	scale := func(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
 	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
 		if len(plan) > 1 {
@@ -300,18 +289,18 @@ func TestShrinkTakesKnownFailures(t *testing.T) {
 		}
 		// Every plan with a scale to 0 fails.
 		rep := &Report{Plan: plan}
-		if slices.Contains(plan, scale(0)) {
+		if slices.Contains(plan, scaleTo(0)) {
 			rep.Failures = []Failure{{Property: "quiescent"}}
 		}
 		return rep
 	})
-	i, first, err := s.firstFailing([][]faults.Step{{scale(3), scale(0)}, {scale(0)}, {scale(2)}}, "", time.Time{}, 1, false)
+	i, first, err := s.firstFailing([][]faults.Step{{scaleTo(3), scaleTo(0)}, {scaleTo(0)}, {scaleTo(2)}}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, 0, i, "the lowest index")
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait()
-	require.Equal(t, []faults.Step{scale(0)}, got.Plan)
-	require.Equal(t, 1, cases.runs[faults.FormatPlan([]faults.Step{scale(0)})], "runs: %v", cases.runs)
+	require.Equal(t, scalePlan(0), got.Plan)
+	require.Equal(t, 1, cases.runs[faults.FormatPlan(scalePlan(0))], "runs: %v", cases.runs)
 }
 
 // caseLog is what a searcher's stand-in cases ran: plans in the order
@@ -362,7 +351,7 @@ func TestFailureToldBeforeTeardown(t *testing.T) {
 	}
 	answered := make(chan int)
 	go func() {
-		i, _, err := s.firstFailing([][]faults.Step{{faults.ScaleChangeStep{Field: "spec.replicas", Value: 0}}}, "", time.Time{}, 1, false)
+		i, _, err := s.firstFailing([][]faults.Step{scalePlan(0)}, "", time.Time{}, 1, false)
 		assert.NoError(t, err)
 		answered <- i
 	}()
@@ -377,3 +366,9 @@ func TestFailureToldBeforeTeardown(t *testing.T) {
 	s.wait()
 	require.ErrorContains(t, s.takeLateErr(), "the controller did not stop")
 }
+
+// scaleTo is the stand-in cases' step: a ScaleChange of spec.replicas to
+// v; scalePlan is the plan of that step alone.
+func scaleTo(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
+
+func scalePlan(v int64) []faults.Step { return []faults.Step{scaleTo(v)} }
