@@ -98,18 +98,16 @@ const (
 
 // Cluster is a running control plane.
 type Cluster struct {
-	opts   Options
-	dir    string
-	assets string
-	env    *envtest.Environment
-	kcm    *child
-	sched  *child
-	ext    *extender
-	reaper *os.File
-	// crdsEstablished: by then the API server had established the CRDs.
-	crdsEstablished time.Time
-	stopOnce        sync.Once
-	stopErr         error
+	opts     Options
+	dir      string
+	assets   string
+	env      *envtest.Environment
+	kcm      *child
+	sched    *child
+	ext      *extender
+	reaper   *os.File
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start starts etcd, kube-apiserver, kube-controller-manager and
@@ -150,6 +148,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	if err := c.startControlPlane(); err != nil {
 		return nil, err
 	}
+	// envtest returned once the CRDs were established.
+	crdsEstablished := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := c.startControllerManager(ctx); err != nil {
@@ -165,8 +165,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	// beside it waited behind them. What is left of the 2 s after the
 	// controller manager and the scheduler started.
 	if len(c.env.CRDs) > 0 {
-		if err := sleepUntil(ctx, c.crdsEstablished.Add(crdCreateHold)); err != nil {
-			return nil, fmt.Errorf("waiting out the API server's hold on creates of new CRDs' objects: %w", err)
+		select {
+		case <-time.After(time.Until(crdsEstablished.Add(crdCreateHold))):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting out the API server's hold on creates of new CRDs' objects: %w", ctx.Err())
 		}
 	}
 	return c, nil
@@ -237,10 +239,7 @@ func (c *Cluster) startControlPlane() error {
 	if err := os.MkdirAll(c.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating the etcd folder: %w", err)
 	}
-	_, err = c.env.Start()
-	// envtest returns once the CRDs are established.
-	c.crdsEstablished = time.Now()
-	if err != nil {
+	if _, err := c.env.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w\nlast lines of kube-apiserver's log:\n%s\nlast lines of etcd's log:\n%s",
 			err, fileTail(filepath.Join(c.dir, "kube-apiserver.log")), fileTail(filepath.Join(c.dir, "etcd.log")))
 	}
@@ -260,18 +259,6 @@ func (c *Cluster) startControlPlane() error {
 // crdCreateHold is how long after a CRD was established the API server
 // holds a create of its objects (for that long).
 const crdCreateHold = 2 * time.Second
-
-// sleepUntil returns at t, or with ctx's error when it ends first.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 func (c *Cluster) startControllerManager(ctx context.Context) error {
 	kubeconfig, err := c.writeKubeconfig(UserControllerManager, binControllerManager+".kubeconfig")
