@@ -432,19 +432,16 @@ func (s *searcher) unran(plan []faults.Step) {
 }
 
 // firstFailing runs plans, Parallel at a time in their order, and returns
-// the lowest index whose case fails (failing property, when given; any
-// property otherwise), with its report; -1 and nil when none does. When
-// firstJudged is set it returns the first failing case judged instead,
-// and the plans before it still running are cut short too. Plans
-// run attempts times before are skipped (they did not fail that way: see
-// shrink), and plans that failed that way before are taken as failing
-// without a run (see failedOnce); none is started after the first failure
-// found or, when deadline is set, after the deadline. The cases of plans
-// after the first failure found are cut short (they cannot change the
-// answer): it returns as soon as the plans before it have ended (at once
-// with firstJudged; a failing case ends for the search when it is judged:
-// see run), while those tear down; each holds its slot of Parallel until
-// its teardown ended (wait).
+// a failing one (failing property, when given; any property otherwise)
+// with its report; -1 and nil when none fails. The answer is the lowest
+// failing index, or with firstJudged the first failing case judged (a
+// failing case ends for the search when it is judged: see run). Plans run
+// attempts times before are skipped (they did not fail that way: see
+// shrink); plans that failed that way before are taken as failing without
+// a run (see failedOnce). None is started after the first failure found
+// or, when deadline is set, after the deadline. Once the answer is in,
+// the cases still running are cut short and tear down while it returns;
+// each holds its slot of Parallel until then (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	type result struct {
 		i   int
