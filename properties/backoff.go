@@ -102,15 +102,7 @@ func isWrite(verb string) bool {
 }
 
 // between reports whether another writer wrote in (from, to].
-func (n news) between(from, to time.Time) bool {
-	i, _ := slices.BinarySearchFunc(n, from, func(t, from time.Time) int {
-		if t.After(from) {
-			return 1
-		}
-		return -1
-	})
-	return i < len(n) && !n[i].After(to)
-}
+func (n news) between(from, to time.Time) bool { return anyIn(n, from, to) }
 
 func (boundedBackoff) Name() string             { return "bounded-backoff" }
 func (p boundedBackoff) Horizon() time.Duration { return p.opts.RecoverWithin }
@@ -124,8 +116,13 @@ type attempt struct {
 func (p boundedBackoff) Check(tr *Trace) Verdict {
 	var open []string
 	news := newsOf(tr)
+	reconciles := make([]time.Time, len(tr.Reconciles))
+	for i, r := range tr.Reconciles {
+		reconciles[i] = r.At
+	}
+	slices.SortFunc(reconciles, time.Time.Compare)
 	for _, target := range attemptsByTarget(tr) {
-		if v, bad := p.checkTarget(tr, target, news); bad {
+		if v, bad := p.checkTarget(tr, target, news, reconciles); bad {
 			return v
 		}
 		if n := len(target.attempts); target.mustRecover && n > 0 && target.attempts[n-1].failed {
@@ -140,7 +137,7 @@ func (p boundedBackoff) Check(tr *Trace) Verdict {
 	return pending("still failing: %s", strings.Join(open, ", "))
 }
 
-func (p boundedBackoff) checkTarget(tr *Trace, t target, news news) (Verdict, bool) {
+func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles []time.Time) (Verdict, bool) {
 	what, attempts := t.what, t.attempts
 	var streak []attempt
 	judge := func() (Verdict, bool) {
@@ -148,14 +145,22 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news) (Verdict, bo
 			return Verdict{}, false
 		}
 		span := streak[len(streak)-1].at.Sub(streak[0].at)
-		base, waited, waits := p.opts.Base, span, ""
-		if t.replacements {
+		base, waited, waits, tries := p.opts.Base, span, "", len(streak)
+		switch {
+		case t.replacements:
 			base = time.Duration(float64(p.opts.ReplaceBase) / tr.timeScale())
-		} else {
+		case t.mustRecover:
 			waited = waitedIn(streak)
 			waits = fmt.Sprintf(", %v of them waiting beyond the attempts' own time", waited)
+		default:
+			// A request's retries: a bounded retry helper's burst is
+			// one attempt, and the back-off is judged between bursts.
+			bursts := retryBursts(streak, reconciles)
+			tries, waited = len(bursts), waitedBetween(bursts)
+			waits = fmt.Sprintf(" (%d bursts of a retry helper's at most %d tries within %v), %v of them waiting between bursts beyond the attempts' own time",
+				tries, retryBurstTries, retryBurstSpan, waited)
 		}
-		if budget := budget(base, p.opts.Slack, waited); len(streak) > budget {
+		if budget := budget(base, p.opts.Slack, waited); tries > budget {
 			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
 				"%d failed attempts in %v%s; an exponential back-off from %v allows %d", len(streak), span, waits, base, budget), true
 		}
@@ -209,12 +214,79 @@ func waitedIn(streak []attempt) time.Duration {
 	for i := 1; i < len(streak); i++ {
 		gaps = append(gaps, streak[i].at.Sub(streak[i-1].at))
 	}
+	return waitedOver(gaps)
+}
+
+// waitedOver is the sum of gaps less the shortest (at most attemptTimeMax)
+// from each: see waitedIn.
+func waitedOver(gaps []time.Duration) time.Duration {
 	own := min(slices.Min(gaps), attemptTimeMax)
 	var waited time.Duration
 	for _, g := range gaps {
 		waited += g - own
 	}
 	return waited
+}
+
+// A bounded retry helper makes a few tries in quick succession before it
+// gives the error back to its work queue: client-go's
+// retry.RetryOnConflict(retry.DefaultRetry, ...) 5 tries 10 ms apart,
+// retry.DefaultBackoff 4 tries 10, 50 and 250 ms apart. Such a burst is
+// correct behaviour (client-go recommends it), and the work queue's
+// back-off comes between bursts.
+const (
+	retryBurstTries = 5
+	retryBurstSpan  = time.Second
+)
+
+// burst is a bounded retry helper's tries: the first and the last.
+type burst struct{ first, last time.Time }
+
+// retryBursts groups a streak of failed requests into bursts: from each
+// attempt that starts one, the attempts after it, up to retryBurstTries in
+// all, within retryBurstSpan of it, and, where the trace has the
+// controller's reconciles (in process), within one reconcile: a retry
+// helper's tries are made by one reconcile, and a reconcile started
+// between two attempts is the work queue's retry. A retry loop with no
+// bound makes bursts one after another with no wait between them, which
+// the back-off budget between bursts catches.
+func retryBursts(streak []attempt, reconciles []time.Time) []burst {
+	var out []burst
+	n := 0
+	for _, a := range streak {
+		if k := len(out) - 1; k >= 0 && n < retryBurstTries && a.at.Sub(out[k].first) <= retryBurstSpan && !anyIn(reconciles, out[k].last, a.at) {
+			out[k].last = a.at
+			n++
+			continue
+		}
+		out = append(out, burst{first: a.at, last: a.at})
+		n = 1
+	}
+	return out
+}
+
+// anyIn reports whether one of times, sorted, is in (from, to].
+func anyIn(times []time.Time, from, to time.Time) bool {
+	i, _ := slices.BinarySearchFunc(times, from, func(t, from time.Time) int {
+		if t.After(from) {
+			return 1
+		}
+		return -1
+	})
+	return i < len(times) && !times[i].After(to)
+}
+
+// waitedBetween is waitedIn over the gaps between bursts: from the last
+// try of one to the first of the next.
+func waitedBetween(bursts []burst) time.Duration {
+	if len(bursts) < 2 {
+		return 0
+	}
+	gaps := make([]time.Duration, 0, len(bursts)-1)
+	for i := 1; i < len(bursts); i++ {
+		gaps = append(gaps, bursts[i].first.Sub(bursts[i-1].last))
+	}
+	return waitedOver(gaps)
 }
 
 // attemptTimeMax is the most an attempt's own time is taken to be: a

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Trace is what the harness recorded of one case. Times are wall times.
@@ -112,6 +113,9 @@ type Write struct {
 	Manager string
 	Kind    string
 	Name    string
+	// UID is the object's: an object deleted and created again under its
+	// name is another object, whose writes start a history of their own.
+	UID types.UID
 	// GenerateName is the object's metadata.generateName: its name
 	// without the random suffix.
 	GenerateName string
@@ -144,6 +148,15 @@ func (w Write) Object() string {
 		return w.GenerateName + "*"
 	}
 	return w.Name
+}
+
+// objectID keys a write's object by identity: its UID when known, else
+// its name.
+func (w Write) objectID() string {
+	if w.UID != "" {
+		return w.Kind + "\x00" + string(w.UID)
+	}
+	return w.Kind + "\x00\x00" + w.Name
 }
 
 // Request is one request from the audit log.

@@ -54,7 +54,13 @@ type leaf struct {
 
 // fieldWrites diffs two versions of an object field by field and names,
 // from managedFields, the manager that owns each changed field.
+// An old version of another UID (a relist after the object was deleted
+// and created again under its name) is no version of it: every field is
+// new.
 func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties.Write {
+	if old != nil && old.GetUID() != obj.GetUID() {
+		old = nil
+	}
 	owners := managedSets(obj)
 	var previous []managed
 	before := map[string]leaf{}
@@ -97,7 +103,7 @@ func fieldWrites(old, obj *unstructured.Unstructured, at time.Time) []properties
 			m = writer
 		}
 		out = append(out, properties.Write{
-			At: at, Manager: m, Kind: obj.GetKind(), Name: obj.GetName(), GenerateName: obj.GetGenerateName(), Field: p, Value: after[p].value,
+			At: at, Manager: m, Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(), GenerateName: obj.GetGenerateName(), Field: p, Value: after[p].value,
 		})
 	}
 	return out

@@ -187,7 +187,7 @@ func (r *Recorder) observeDelete(obj any) {
 	defer r.mu.Unlock()
 	delete(r.objects, objectKey(u))
 	r.record(now, u, true)
-	r.writes = append(r.writes, properties.Write{At: now, Manager: properties.ManagerDeleted, Kind: u.GetKind(), Name: u.GetName(), Field: "metadata"})
+	r.writes = append(r.writes, properties.Write{At: now, Manager: properties.ManagerDeleted, Kind: u.GetKind(), Name: u.GetName(), UID: u.GetUID(), GenerateName: u.GetGenerateName(), Field: "metadata"})
 	r.lastWrite = now
 }
 

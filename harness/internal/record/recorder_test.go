@@ -52,6 +52,25 @@ func TestFieldWritesNameTheOwnerOfDottedKeys(t *testing.T) {
 	}, got)
 }
 
+// TestFieldWritesOfAnotherIncarnation: an update whose old version has
+// another UID (a relist after the object was deleted and created again
+// under its name) writes every field of the new object, each with its UID,
+// and does not diff it against the old one.
+func TestFieldWritesOfAnotherIncarnation(t *testing.T) {
+	object := func(uid string, replicas int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"kind":     "StatefulSet",
+			"metadata": map[string]any{"name": "db", "uid": uid},
+			"spec":     map[string]any{"replicas": replicas},
+		}}
+	}
+	writes := fieldWrites(object("old", 3), object("new", 3), time.Now())
+	require.Len(t, writes, 1, "the new incarnation's spec.replicas is written, though its value is the old one's")
+	require.Equal(t, "spec.replicas", writes[0].Field)
+	require.Equal(t, "new", string(writes[0].UID))
+	require.Empty(t, fieldWrites(object("new", 3), object("new", 3), time.Now()))
+}
+
 // TestAttributeUnknown: a write that managedFields cannot attribute (a
 // controller removing a label another writer set changes none of its own
 // fields) goes to the field manager of the last successful write of the
