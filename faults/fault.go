@@ -110,7 +110,14 @@ type Target interface {
 	SetReady(ctx context.Context, pod, container string, ready bool) error
 	// FailLiveness makes a container's liveness probe fail for window.
 	FailLiveness(ctx context.Context, pod, container string, window time.Duration) error
-	RestartController(ctx context.Context) error
+	// RestartController stops the controller and starts a new instance;
+	// with stale, one served the cluster's view of stale ago (see
+	// ControllerRestartStep).
+	RestartController(ctx context.Context, stale time.Duration) error
+	// RecreateFixture deletes the i-th fixture and creates it again under
+	// its name from the user's desired state (see RecreateStep); with
+	// settle, the system settles between the two.
+	RecreateFixture(ctx context.Context, i int, settle bool) error
 	// FailWrites answers the controller's API writes with err: the next
 	// requests of them, or, when requests is 0, all of them for window.
 	FailWrites(err APIError, requests int, window time.Duration) error
@@ -138,14 +145,15 @@ func noOp(format string, args ...any) error {
 
 // Default is a sensible set for a controller of replicated pods: nodes
 // lost and recovered, containers killed or crash-looping, pods flapping
-// readiness, replicas changed by the user, owned objects deleted, the
-// controller restarted, and the Controller faults (API errors, a crash
-// between writes, stale watches; no-ops on a controller that is not in
-// process).
+// readiness, replicas changed by the user (one at a time, or in bursts
+// faster than the controller looks), a fixture deleted and created again,
+// owned objects deleted, the controller restarted (with a fresh or a stale
+// view), and the Controller faults (API errors, a crash between writes,
+// stale watches; no-ops on a controller that is not in process).
 func Default() []Fault {
 	return append([]Fault{
 		NodeLoss(), NodeRecover(), ContainerKill(ContainerKillOptions{}), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
-		ChildDelete(), ControllerRestart(),
+		Burst(), Recreate(), ChildDelete(), ControllerRestart(),
 	}, Controller()...)
 }
 
@@ -242,8 +250,12 @@ func ArmedBeforeAction(plan []Step) []Step {
 	return append(out, plan[last])
 }
 
-// Format prints a step on one line: NodeLoss{Node: 1}.
+// Format prints a step on one line: NodeLoss{Node: 1}. A step that is a
+// fmt.Stringer prints itself.
 func Format(s Step) string {
+	if p, ok := s.(fmt.Stringer); ok {
+		return p.String()
+	}
 	v := reflect.ValueOf(s)
 	var fields []string
 	for i := range v.NumField() {

@@ -5,17 +5,31 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
 // UserChangeStep is the user editing the desired state of the Object-th
-// fixture with a JSON merge patch, as drawn by a UserChange fault.
+// fixture with a patch, as drawn by a UserChange or FieldChange fault: a
+// JSON merge patch, or with Type "json" a JSON patch (a field in a list:
+// spec.groups[0].size).
 type UserChangeStep struct {
 	Name   string `json:"-"` // the fault's: how plans and scenario files call it
 	Object int    `json:"object"`
 	Patch  string `json:"patch"`
+	Type   string `json:"type,omitempty"`
+}
+
+// JSONPatch is UserChangeStep.Type of a JSON patch.
+const JSONPatch = "json"
+
+func (s UserChangeStep) patchType() types.PatchType {
+	if s.Type == JSONPatch {
+		return types.JSONPatchType
+	}
+	return types.MergePatchType
 }
 
 func (s UserChangeStep) Fault() string { return s.Name }
@@ -31,7 +45,7 @@ func (s UserChangeStep) Apply(ctx context.Context, t Target) error {
 		return err
 	}
 	target := obj.DeepCopyObject().(client.Object)
-	if err := t.UserClient().Patch(ctx, target, client.RawPatch("application/merge-patch+json", []byte(s.Patch))); err != nil {
+	if err := t.UserClient().Patch(ctx, target, client.RawPatch(s.patchType(), []byte(s.Patch))); err != nil {
 		return fmt.Errorf("%s: patching %s with %s: %w", s.Name, obj.GetName(), s.Patch, err)
 	}
 	return nil
@@ -79,6 +93,50 @@ func (f userChange) Decode(b []byte) (Step, error) {
 	if !json.Valid([]byte(s.Patch)) {
 		return nil, fmt.Errorf("reading a %s step: patch %q is not JSON", f.name, s.Patch)
 	}
+	if s.Type != "" && s.Type != JSONPatch {
+		return nil, fmt.Errorf("reading a %s step: type %q: leave it out for a JSON merge patch, or write %q for a JSON patch", f.name, s.Type, JSONPatch)
+	}
 	s.Name = f.name
 	return s, nil
+}
+
+// FieldChange is a UserChange that sets one field of a fixture to one of
+// values: FieldChange("StorageChange", "spec.storage", "1Gi", "2Gi"). The
+// field may index a list (spec.groups[0].size), and values may be of any
+// JSON type.
+func FieldChange(name, field string, values ...any) Fault {
+	return fieldChange{userChange: userChange{name: name}, field: field, values: values}
+}
+
+type fieldChange struct {
+	userChange
+	field  string
+	values []any
+}
+
+var _ Validator = fieldChange{}
+
+func (f fieldChange) Validate() error {
+	if _, err := parseFieldPath(f.field); err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	if len(f.values) == 0 {
+		return fmt.Errorf("%s: no values for %s: give the values the user sets it to", f.name, f.field)
+	}
+	return nil
+}
+
+func (f fieldChange) Steps(c Config) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step {
+		object := intIn(t, 0, c.Fixtures-1, "object")
+		patchType, patch, err := setFieldPatch(f.field, rapid.SampledFrom(f.values).Draw(t, "value"))
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		s := UserChangeStep{Name: f.name, Object: object, Patch: string(patch)}
+		if patchType == string(types.JSONPatchType) {
+			s.Type = JSONPatch
+		}
+		return s
+	})
 }

@@ -165,6 +165,7 @@ func TestHangingCaseFailsAlone(t *testing.T) {
 	spec := widgetSpec(false)
 	spec.Properties = []properties.Property{properties.NoPanics()}
 	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{})} // no restarts: the first instance stops at teardown
+	spec.Ready = writesNothing
 	spec.Controller = harness.Func(func(ctx context.Context, _ *rest.Config) error {
 		if started.Add(1) == 1 {
 			<-release // ignores its context

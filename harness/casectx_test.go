@@ -34,6 +34,7 @@ func TestCaseNamespace(t *testing.T) {
 	})
 	spec.Properties = spec.Properties[4:] // NoPanics: this controller runs no widgets
 	spec.Setup, spec.SettleCap = 3*time.Second, time.Second
+	spec.Ready = writesNothing
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
 	require.NoError(t, err)
 	require.False(t, rep.Failed(), "%+v", rep.Failures)

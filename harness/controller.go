@@ -147,9 +147,16 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 
 // newInstance is one start of the case's controller: its transports are
 // closed again by the Env's ticker once it stops (Linger); kill ends its
-// process at a crash (nil in process).
+// process at a crash (nil in process). A restart with a stale view (see
+// RestartController) serves it that view.
 func (c *caseRun) newInstance(kill func()) *inject.Instance {
-	return &inject.Instance{Linger: c.env.linger, Kill: kill}
+	inst := &inject.Instance{Linger: c.env.linger, Kill: kill}
+	if v := c.nextView; v.lag > 0 {
+		c.nextView = staleView{}
+		inst.ServeStale(v.rv, time.Now().Add(v.lag), func(msg string) { c.logf("%s", msg) })
+		c.logf("the new instance is served the cluster as it was %v ago (resource version %d) until %v from now", v.lag, v.rv, v.lag)
+	}
+	return inst
 }
 
 // instanceConfig is the controller user's connection for one instance:
@@ -160,7 +167,7 @@ func (c *caseRun) newInstance(kill func()) *inject.Instance {
 func (c *caseRun) instanceConfig(inst *inject.Instance, writes bool) *rest.Config {
 	cfg := rest.CopyConfig(c.env.controllerConfig)
 	cfg.Wrap(inst.Track)
-	cfg.Wrap(c.ctlFaults.WrapTransport)
+	cfg.Wrap(c.ctlFaults.WrapTransport(inst))
 	if writes {
 		cfg.Wrap(c.ctlFaults.WrapWrites(inst))
 	}

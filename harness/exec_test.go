@@ -141,6 +141,7 @@ func TestCaseRecordsExecs(t *testing.T) {
 		}),
 		Properties: []properties.Property{properties.NoPanics()},
 		Setup:      30 * time.Second, SettleCap: 5 * time.Second,
+		Ready: writesNothing,
 	}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}})
 	require.NoError(t, err)

@@ -82,6 +82,7 @@ func TestIsolationOtherPodsStayOffCaseNodes(t *testing.T) {
 			<-ctx.Done()
 			return nil
 		}),
+		Ready: writesNothing,
 		Fixtures: func(ns string) []client.Object {
 			caseNS <- ns
 			return []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}}
@@ -265,6 +266,7 @@ func TestIsolationForeignWrites(t *testing.T) {
 	t.Parallel()
 	spec := widgetSpec(false)
 	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.Ready = writesNothing // of its own kinds in its namespace
 	spec.Controller = harness.Func(func(ctx context.Context, cfg *rest.Config) error {
 		c, err := client.New(cfg, client.Options{})
 		if err != nil {

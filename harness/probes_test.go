@@ -58,6 +58,7 @@ func TestLivenessFailure(t *testing.T) {
 			return nil
 		}, 30*time.Second)},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
+		Ready: writesNothing,
 	}
 	// Three failed probes 10 s apart at time scale 20: 1.5 s.
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.LivenessFailureStep{Pod: 0, ForMs: 4000}})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,18 +49,47 @@ const processStartGrace = time.Second
 // container that forbids it), it shares the machine's network, and the
 // case's timeline says so.
 func Process(cmd string, args ...string) Controller {
-	return processController{path: cmd, args: args}
+	return processController{ProcessOptions{Command: cmd, Args: args}}
 }
 
-type processController struct {
-	path string
-	args []string
+// ProcessOptions are a controller binary's command line and environment.
+type ProcessOptions struct {
+	// Command is the binary: a path, or a name on PATH.
+	Command string
+	// Args are its arguments.
+	Args []string
+	// Env are variables set for it besides the harness's own KUBECONFIG
+	// and KUBEPROP_NAMESPACE (and the harness's environment): an operator
+	// that reads its namespace from OPERATOR_NAMESPACE gets
+	// {"OPERATOR_NAMESPACE": "$(KUBEPROP_NAMESPACE)"}.
+	Env map[string]string
+}
+
+// ProcessWith is Process with an environment: in Args and in Env's
+// values, $(KUBEPROP_NAMESPACE) and ${KUBEPROP_NAMESPACE} are the case's
+// namespace, $(KUBECONFIG) and ${KUBECONFIG} the kubeconfig's path.
+func ProcessWith(opts ProcessOptions) Controller { return processController{opts} }
+
+type processController struct{ opts ProcessOptions }
+
+// validate checks the command and the environment's names.
+func (p processController) validate() error {
+	var errs []error
+	if p.opts.Command == "" {
+		errs = append(errs, errors.New("the controller binary's command is empty: give its path"))
+	}
+	for k := range p.opts.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs = append(errs, fmt.Errorf("the controller binary's environment: %q is no variable name", k))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (p processController) start(ctx context.Context, c *caseRun) (func() error, error) {
-	path, err := exec.LookPath(p.path)
+	path, err := exec.LookPath(p.opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the controller binary %q: %w; build it first, or give its path", p.path, err)
+		return nil, fmt.Errorf("the controller binary %q: %w; build it first, or give its path", p.opts.Command, err)
 	}
 	c.reachable.Store(true)
 	// The proxy's handlers read kill; it is set before any of them runs.
@@ -85,8 +116,16 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 			proxy.Close()
 			return err
 		}
-		proc, err = startProcess(path, expandArgs(p.args, kubeconfig, c.namespace), logPath,
-			"KUBECONFIG="+kubeconfig, "KUBEPROP_NAMESPACE="+c.namespace)
+		expand := expander(kubeconfig, c.namespace)
+		args := make([]string, len(p.opts.Args))
+		for i, a := range p.opts.Args {
+			args[i] = expand.Replace(a)
+		}
+		env := []string{"KUBECONFIG=" + kubeconfig, "KUBEPROP_NAMESPACE=" + c.namespace}
+		for _, k := range slices.Sorted(maps.Keys(p.opts.Env)) {
+			env = append(env, k+"="+expand.Replace(p.opts.Env[k]))
+		}
+		proc, err = startProcess(path, args, logPath, env...)
 		if err != nil {
 			proxy.Close()
 			return err
@@ -122,14 +161,11 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 	return stop, nil
 }
 
-// expandArgs replaces ${KUBECONFIG} and ${KUBEPROP_NAMESPACE} in args.
-func expandArgs(args []string, kubeconfig, namespace string) []string {
-	r := strings.NewReplacer("${KUBECONFIG}", kubeconfig, "${KUBEPROP_NAMESPACE}", namespace)
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = r.Replace(a)
-	}
-	return out
+// expander replaces the harness's variables in a binary's arguments and
+// environment, in both the shell's ${X} and Kubernetes' $(X) forms.
+func expander(kubeconfig, namespace string) *strings.Replacer {
+	return strings.NewReplacer("${KUBECONFIG}", kubeconfig, "$(KUBECONFIG)", kubeconfig,
+		"${KUBEPROP_NAMESPACE}", namespace, "$(KUBEPROP_NAMESPACE)", namespace)
 }
 
 func writeProxyKubeconfig(path, server, namespace string) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,6 +48,7 @@ func runWidgetProcess(args []string) int {
 	exitAt := fs.Int64("exit-at", 0, "exit with status 1 when a Widget asks for this many replicas")
 	ignoreTerm := fs.Bool("ignore-sigterm", false, "ignore SIGTERM, as a controller with a stuck shutdown does")
 	dial := fs.String("dial", "", "dial these addresses (comma-separated) first, and write how each went into the ConfigMap dials")
+	seen := fs.Bool("seen", false, `print "seen rv N" for each Widget it reconciles, as its cache has it`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,7 +70,11 @@ func runWidgetProcess(args []string) int {
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{os.Getenv("KUBEPROP_NAMESPACE"): {}}},
 	})
 	if err == nil {
-		err = (&widgetReconciler{exitAt: *exitAt}).setup(mgr, controller.Options{})
+		r := &widgetReconciler{exitAt: *exitAt}
+		if *seen {
+			r.seen = func(w *unstructured.Unstructured) { fmt.Fprintln(os.Stderr, "seen rv", w.GetResourceVersion()) }
+		}
+		err = r.setup(mgr, controller.Options{})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "widget-process:", err)

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -112,6 +113,7 @@ type caseRun struct {
 	namespace   string
 	nodes       []*kubelet.Node
 	fixtures    []client.Object
+	desired     desiredStates // of the fixtures, for Recreate
 	recorder    *record.Recorder
 	audit       *record.AuditReader
 	faultClient client.Client
@@ -123,8 +125,9 @@ type caseRun struct {
 	ctlFaults *inject.Faults
 	reachable atomic.Bool // the controller talks to the API server through the harness: controller faults apply
 
-	ctlMu          sync.Mutex // guards stopController and crashErr
+	ctlMu          sync.Mutex // guards stopController, crashErr and nextView
 	stopController func() error
+	nextView       staleView      // the view the controller's next instance is served
 	crashErr       error          // a restart after a crash that failed
 	crashes        sync.WaitGroup // restarts after crashes under way
 
@@ -328,10 +331,11 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 		return fmt.Errorf("creating the faults' client: %w", err)
 	}
 	c.faultClient = client.WithFieldOwner(c.faultClient, ManagerFaults)
-	if c.userClient, err = client.New(env.userConfig, client.Options{Scheme: c.spec.Scheme, Mapper: env.mapper}); err != nil {
+	user, err := client.NewWithWatch(env.userConfig, client.Options{Scheme: c.spec.Scheme, Mapper: env.mapper})
+	if err != nil {
 		return fmt.Errorf("creating the user's client: %w", err)
 	}
-	c.userClient = client.WithFieldOwner(c.userClient, ManagerUser)
+	c.userClient = client.WithFieldOwner(c.trackUserChanges(user), ManagerUser)
 	if err := c.userClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", c.namespace, err)
 	}
@@ -362,6 +366,11 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	}
 	for _, f := range c.fixtures {
 		f.SetNamespace(c.namespace)
+	}
+	if err := c.keepDesired(c.fixtures); err != nil {
+		return err
+	}
+	for _, f := range c.fixtures {
 		if err := c.userClient.Create(ctx, f); err != nil {
 			return fmt.Errorf("creating fixture %s: %w", f.GetName(), err)
 		}
@@ -373,6 +382,9 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	c.stopController = stop
 	c.recorder.Acted()
 	c.logf("setup: namespace, %d nodes, %d fixtures, controller started", len(c.nodes), len(c.fixtures))
+	if err := c.awaitController(ctx); err != nil {
+		return err
+	}
 	if err := c.settle(ctx, c.spec.Setup); err != nil {
 		if errors.Is(err, errDecided) {
 			c.logf("a property failed before the first step: %s", c.failedSoFar())
@@ -380,6 +392,42 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 		return err
 	}
 	c.logf("settled")
+	return nil
+}
+
+// awaitController waits, within Spec.Setup, until the controller has
+// acted on the fixtures: its first write of its own kinds, or Spec.Ready
+// holding; or until it panicked or exited, which NoPanics reports.
+// kube-controller-manager (ControllerManager) acts as itself, not through
+// the harness: its cases settle as they are.
+func (c *caseRun) awaitController(ctx context.Context) error {
+	if _, shared := c.spec.Controller.(controllerManager); shared {
+		return nil
+	}
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, c.spec.Setup, true, func(context.Context) (bool, error) {
+		select {
+		case <-c.ctlFaults.Acted():
+			return true, nil
+		default:
+		}
+		if c.recorder.Panics() > 0 {
+			return true, nil
+		}
+		if c.spec.Ready == nil {
+			return false, nil
+		}
+		return c.spec.Ready(c.recorder.Latest()) == nil, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && c.spec.Ready != nil:
+		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count), and Spec.Ready did not hold: check that it watches the case's namespace and the fixtures' kinds, or raise Spec.Setup", c.spec.Setup, c.namespace)
+	case err != nil:
+		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count): check that it watches the case's namespace and the fixtures' kinds (and wins its leader election), raise Spec.Setup, or, for a controller with nothing to write, say when it is ready with Spec.Ready", c.spec.Setup, c.namespace)
+	}
+	c.logf("the controller acted %.1fs after its start", time.Since(start).Seconds())
 	return nil
 }
 

@@ -48,7 +48,8 @@ import (
 // alone, then dropping each step (and each ScaleChange merged into a later
 // one of its field, which keeps the change it made: see
 // faults.MergedScaleChanges), then each step's simpler forms
-// (faults.Simpler), Parallel candidates at a time, taking the first in
+// (faults.Simpler) and each burst split into settled steps
+// (faults.SplitBursts), Parallel candidates at a time, taking the first in
 // that order that fails, until none does (twice: a timing-dependent bug
 // fails in some runs of its plan only) or ShrinkTime has passed since
 // the failure was found. A candidate that failed so before (in an
@@ -621,6 +622,9 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 				simpler = append(simpler, plan)
 			}
 		}
+		// A burst's changes as steps of their own, each settled: the
+		// failure needs no race with the controller.
+		simpler = append(simpler, faults.SplitBursts(rep.Plan)...)
 		if try(simpler) {
 			continue
 		}

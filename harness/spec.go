@@ -46,9 +46,17 @@ type Spec struct {
 	SettleQuiet time.Duration
 	// SettleCap bounds each wait for settling. Zero means 10 s.
 	SettleCap time.Duration
-	// Setup bounds the wait for the fixtures and the controller to settle
-	// before the first step. Zero means 30 s.
+	// Setup bounds the wait for the controller to act on the fixtures and
+	// for the system to settle before the first step. Zero means 30 s.
 	Setup time.Duration
+	// Ready, when set, tells when the controller has taken charge of the
+	// fixtures: setup waits until it holds (or the controller's first
+	// write), then settles. Nil: setup waits for the controller's first
+	// write of its own kinds (a lease renewal or an Event does not count):
+	// leader election, a cache sync or a slow start must not pass for a
+	// settled system, with the steps then coming before the controller
+	// ever acted.
+	Ready properties.Predicate
 }
 
 func (s Spec) withDefaults() Spec {
@@ -80,6 +88,11 @@ func (s Spec) validate() error {
 	var errs []error
 	if s.Controller == nil {
 		errs = append(errs, errors.New("Spec.Controller is nil: give the controller under test, e.g. harness.Manager(func(mgr, opts) error { return r.SetupWithManager(mgr, opts) })"))
+	}
+	if v, ok := s.Controller.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("Spec.Controller: %w", err))
+		}
 	}
 	if s.Fixtures == nil {
 		errs = append(errs, errors.New("Spec.Fixtures is nil: give a func(namespace) []client.Object that returns the objects the controller acts on"))

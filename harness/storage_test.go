@@ -119,6 +119,7 @@ func TestCaseRecordsClaims(t *testing.T) {
 			return nil
 		}, 30*time.Second)},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
+		Ready: writesNothing,
 	}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 3}})
 	require.NoError(t, err)

@@ -163,7 +163,14 @@ func (c *caseRun) Children(context.Context) ([]client.Object, error) {
 	return out, nil
 }
 
-func (c *caseRun) RestartController(ctx context.Context) error {
+// staleView is the view a restarted instance is served: the cluster at
+// resource version rv, for lag from its start.
+type staleView struct {
+	rv  uint64
+	lag time.Duration
+}
+
+func (c *caseRun) RestartController(ctx context.Context, stale time.Duration) error {
 	if _, shared := c.spec.Controller.(controllerManager); shared {
 		return fmt.Errorf("%w: kube-controller-manager is shared by the cases", faults.ErrNoOp)
 	}
@@ -171,6 +178,11 @@ func (c *caseRun) RestartController(ctx context.Context) error {
 	defer c.ctlMu.Unlock()
 	if err := c.stopController(); err != nil {
 		return fmt.Errorf("stopping the controller for a restart: %w", err)
+	}
+	if stale > 0 {
+		// The view of stale ago: the last resource version the case's
+		// watches had seen then.
+		c.nextView = staleView{rv: c.recorder.ResourceVersionAt(time.Now().Add(-stale)), lag: stale}
 	}
 	stop, err := c.spec.Controller.start(ctx, c)
 	if err != nil {
@@ -191,7 +203,7 @@ func (c *caseRun) crashed() {
 		defer c.crashes.Done()
 		defer c.recorder.Restart(-1)
 		c.logf("the controller was killed right after a write")
-		if err := c.RestartController(c.ctx); err != nil {
+		if err := c.RestartController(c.ctx, 0); err != nil {
 			c.ctlMu.Lock()
 			c.crashErr = errors.Join(c.crashErr, err)
 			c.ctlMu.Unlock()

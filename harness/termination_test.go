@@ -132,6 +132,7 @@ func TestGraceCutInTimeline(t *testing.T) {
 			return nil
 		}, 30*time.Second)},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
+		Ready: writesNothing,
 	}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ScaleChangeStep{Object: 0, Field: "spec.replicas", Value: 0}})
 	require.NoError(t, err)

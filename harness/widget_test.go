@@ -40,6 +40,11 @@ type widgetReconciler struct {
 	// stripLabel, when set, is a label the controller removes from its
 	// pods on every reconcile: it fights any other writer that sets it.
 	stripLabel string
+	// seen, when set, is told of each Widget the controller reconciles,
+	// as its informer's cache has it (the client reads unstructured
+	// objects from the API server).
+	seen  func(*unstructured.Unstructured)
+	cache client.Reader
 }
 
 const widgetFinalizer = "test.kubeprop.dev/cleanup"
@@ -54,7 +59,7 @@ func newWidget(ns, name string, replicas int64) *unstructured.Unstructured {
 }
 
 func (r *widgetReconciler) setup(mgr ctrl.Manager, opts controller.Options) error {
-	r.Client = mgr.GetClient()
+	r.Client, r.cache = mgr.GetClient(), mgr.GetCache()
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(widgetGVK)
 	return ctrl.NewControllerManagedBy(mgr).For(w).Owns(&corev1.Pod{}).WithOptions(opts).Complete(r)
@@ -65,6 +70,13 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	w.SetGroupVersionKind(widgetGVK)
 	if err := r.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.seen != nil {
+		cached := &unstructured.Unstructured{}
+		cached.SetGroupVersionKind(widgetGVK)
+		if err := r.cache.Get(ctx, req.NamespacedName, cached); err == nil {
+			r.seen(cached)
+		}
 	}
 	replicas, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
 	if r.exitAt > 0 && replicas == r.exitAt {
@@ -144,3 +156,8 @@ func widgetReady(s properties.State) error {
 	}
 	return nil
 }
+
+// writesNothing is Spec.Ready for a test controller that writes nothing
+// of its own: the case's setup goes on once the fixtures are there,
+// without waiting for its first write.
+func writesNothing(properties.State) error { return nil }

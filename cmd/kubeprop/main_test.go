@@ -61,9 +61,14 @@ func writeSpec(t *testing.T, controller, extra string) string {
 // names the problem and the fix, before any cluster starts.
 func TestBadSpecs(t *testing.T) {
 	cases := map[string]struct{ controller, extra, want string }{
-		"unknown fault":      {"", "faults: [{fault: NodeExplode}]\n", `faults[0]: unknown fault "NodeExplode"; the known faults are APIErrors, ChildDelete`},
-		"bad fault option":   {"", "faults: [{fault: ScaleChange, feild: spec.replicas}]\n", `faults[0] (ScaleChange): options: error unmarshaling JSON: while decoding JSON: json: unknown field "feild"`},
-		"option of none":     {"", "faults: [{fault: NodeLoss, node: 1}]\n", `faults[0] (NodeLoss): takes no options`},
+		"unknown fault":      {"", "faults: [{fault: NodeExplode}]\n", `faults[0]: unknown fault "NodeExplode"; the known faults are APIErrors, Burst, ChildDelete`},
+		"bad fault option":   {"", "faults: [{fault: ScaleChange, feild: spec.replicas}]\n", `faults[0]: ScaleChange: options: error unmarshaling JSON: while decoding JSON: json: unknown field "feild"`},
+		"option of none":     {"", "faults: [{fault: NodeLoss, node: 1}]\n", `faults[0]: NodeLoss: takes no options`},
+		"change of nothing":  {"", "faults: [{fault: UserChange, name: Resize}]\n", `faults[0]: UserChange: give the change: field with values (field: spec.storage, values: [1Gi, 2Gi]), or patches`},
+		"burst of a fault":   {"", "faults: [{fault: Burst, of: [{fault: NodeLoss}]}]\n", `faults[0]: Burst: NodeLoss is not a user change`},
+		"malformed env":      {"controller: {command: /bin/true, env: [A, B]}\n", "", `is malformed: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field .controller.env of type map[string]string`},
+		"env not a string":   {"controller: {command: /bin/true, env: {WORKERS: {n: 2}}}\n", "", `json: cannot unmarshal object into Go struct field .controller.env of type string`},
+		"env name":           {"controller: {command: /bin/true, env: {'A=B': x}}\n", "", `controller.env: "A=B" is no variable name`},
 		"bad selector":       {"", "faults: [{fault: ContainerKill, selector: 'a in (b'}]\n", `ContainerKill: the pod selector "a in (b"`},
 		"invalid CEL":        {"", "invariants: [{name: ready, kind: PodSet, expression: 'object.status.readyReplicas =='}]\n", `invariant "ready": the expression is not valid CEL`},
 		"not a bool":         {"", "invariants: [{name: ready, kind: PodSet, expression: 'size(pods)'}]\n", `invariant "ready": the expression yields int; it must yield a bool`},

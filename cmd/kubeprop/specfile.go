@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/harness/scenario"
 	"github.com/kubeprop/kubeprop/properties"
 )
 
@@ -28,6 +27,10 @@ type SpecFile struct {
 	Controller struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args,omitempty"`
+		// Env is set for the binary (unknown names are passed through):
+		// $(KUBEPROP_NAMESPACE) and $(KUBECONFIG) in values, as in args,
+		// are the case's namespace and kubeconfig.
+		Env map[string]string `json:"env,omitempty"`
 	} `json:"controller"`
 	CRDs       []string                  `json:"crds,omitempty"`
 	Fixtures   []string                  `json:"fixtures"`
@@ -49,42 +52,6 @@ var builtinProperties = map[string]func() properties.Property{
 	"no-fight-loop":   func() properties.Property { return properties.NoFightLoop(properties.FightOptions{}) },
 	"quiescent":       func() properties.Property { return properties.Quiescent(properties.QuiesceOptions{}) },
 	"no-panics":       properties.NoPanics,
-}
-
-// faultMakers build each fault a spec file may name from its options.
-var faultMakers = map[string]func(opts []byte) (faults.Fault, error){
-	"NodeLoss":          plain(faults.NodeLoss),
-	"NodeRecover":       plain(faults.NodeRecover),
-	"ContainerKill":     withOptions(faults.ContainerKill),
-	"CrashLoop":         plain(faults.CrashLoop),
-	"ReadinessFlap":     plain(faults.ReadinessFlap),
-	"LivenessFailure":   plain(faults.LivenessFailure),
-	"ScaleChange":       withOptions(faults.ScaleChange),
-	"ChildDelete":       plain(faults.ChildDelete),
-	"ControllerRestart": plain(faults.ControllerRestart),
-	"APIErrors":         plain(faults.APIErrors),
-	"CrashAfterWrite":   plain(faults.CrashAfterWrite),
-	"StaleWatch":        plain(faults.StaleWatch),
-	"ConflictingWriter": withOptions(faults.ConflictingWriter),
-}
-
-func plain(mk func() faults.Fault) func([]byte) (faults.Fault, error) {
-	return func(opts []byte) (faults.Fault, error) {
-		if string(opts) != "{}" {
-			return nil, fmt.Errorf("takes no options, got %s", opts)
-		}
-		return mk(), nil
-	}
-}
-
-func withOptions[O any](mk func(O) faults.Fault) func([]byte) (faults.Fault, error) {
-	return func(b []byte) (faults.Fault, error) {
-		var opts O
-		if err := yaml.UnmarshalStrict(b, &opts); err != nil {
-			return nil, fmt.Errorf("options: %w", err)
-		}
-		return mk(opts), nil
-	}
 }
 
 // loadedSpec is a spec file made ready to run.
@@ -136,7 +103,12 @@ func loadSpec(path string) (*loadedSpec, error) {
 			bad("controller.command %q is not on PATH: give its path", cmd)
 		}
 	}
-	l.spec.Controller = harness.Process(cmd, f.Controller.Args...)
+	l.spec.Controller = harness.ProcessWith(harness.ProcessOptions{Command: cmd, Args: f.Controller.Args, Env: f.Controller.Env})
+	for k := range f.Controller.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			bad("controller.env: %q is no variable name", k)
+		}
+	}
 
 	// CRDs, for the cluster and the invariants' field checks.
 	for _, c := range f.CRDs {
@@ -172,33 +144,11 @@ func loadSpec(path string) (*loadedSpec, error) {
 	}
 	l.spec.Watch = f.Watch
 
-	// Faults.
-	for i, entry := range f.Faults {
-		name, _ := entry["fault"].(string)
-		mk, ok := faultMakers[name]
-		if !ok {
-			bad("faults[%d]: unknown fault %q; the known faults are %s", i, name, strings.Join(knownFaults(), ", "))
-			continue
-		}
-		opts := map[string]any{}
-		for k, v := range entry {
-			if k != "fault" {
-				opts[k] = v
-			}
-		}
-		raw, _ := json.Marshal(opts)
-		fault, err := mk(raw)
-		if err != nil {
-			bad("faults[%d] (%s): %v", i, name, err)
-			continue
-		}
-		if v, ok := fault.(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				bad("faults[%d]: %v", i, err)
-				continue
-			}
-		}
-		l.spec.Faults = append(l.spec.Faults, fault)
+	// Faults, from the registry that scenario files share.
+	if fs, err := scenario.Faults(f.Faults); err != nil {
+		bad("%v", err)
+	} else {
+		l.spec.Faults = fs
 	}
 
 	// Properties: the invariants, then the general ones.
@@ -239,4 +189,3 @@ func loadSpec(path string) (*loadedSpec, error) {
 	return l, nil
 }
 
-func knownFaults() []string { return slices.Sorted(maps.Keys(faultMakers)) }

@@ -89,6 +89,13 @@ type Faults struct {
 	// heldDelivered is when a chunk held back was last delivered (unix
 	// nanoseconds): the controller has news it may not have acted on yet.
 	heldDelivered atomic.Int64
+	// instances are the controller's instances so far, whose stale views
+	// the heal ends.
+	instances map[*Instance]bool
+	// acted is closed at the controller's first write of its own kinds
+	// (see aimed) in the case's namespace.
+	acted     chan struct{}
+	actedOnce sync.Once
 }
 
 // New returns a case's faults, none of them in force.
@@ -102,8 +109,26 @@ func New(opts Options) *Faults {
 	if opts.Crashed == nil {
 		opts.Crashed = func() {}
 	}
-	return &Faults{opts: opts, watches: map[*delayedBody]bool{}}
+	return &Faults{opts: opts, watches: map[*delayedBody]bool{}, instances: map[*Instance]bool{}, acted: make(chan struct{})}
 }
+
+// noteAct closes Acted at the controller's first successful write of its
+// own kinds. Every write of every route passes the connection's
+// transport, a Manager's client's included.
+func (f *Faults) noteAct(req *http.Request) {
+	select {
+	case <-f.acted:
+		return
+	default:
+	}
+	if info, ok := writeOf(req); ok && f.aimed(info.Namespace, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}) {
+		f.actedOnce.Do(func() { close(f.acted) })
+	}
+}
+
+// Acted is closed once the controller made its first write of its own
+// kinds in the case's namespace: not a lease renewal, not an Event.
+func (f *Faults) Acted() <-chan struct{} { return f.acted }
 
 // Instance is one start of the controller; a crash kills only it.
 type Instance struct {
@@ -118,6 +143,7 @@ type Instance struct {
 
 	mu         sync.Mutex
 	transports []http.RoundTripper
+	stale      staleView
 }
 
 // Track is the first rest.Config.Wrap of an instance's connection: it
@@ -198,10 +224,14 @@ func (f *Faults) DropWatches() bool {
 	return len(open) > 0
 }
 
-// Heal ends every controller fault; delayed watch events are delivered.
+// Heal ends every controller fault; delayed watch events are delivered,
+// and stale views end.
 func (f *Faults) Heal() {
 	f.mu.Lock()
 	f.failLeft, f.failUntil, f.crashLeft, f.watchUntil = 0, time.Time{}, 0, time.Time{}
+	for inst := range f.instances {
+		inst.endStale()
+	}
 	f.mu.Unlock()
 }
 
@@ -256,13 +286,31 @@ func (f *Faults) ForeignWrites() []string {
 	return slices.Clone(f.foreign)
 }
 
+// aimed reports whether a write is of the controller's own kinds or
+// their children, where a crash matters: in the case's namespace, and
+// neither a lease renewal (leader election) nor an Event.
+func (f *Faults) aimed(namespace string, gr schema.GroupResource) bool {
+	switch {
+	case namespace != f.opts.Namespace:
+		return false
+	case gr.Resource == "leases" && gr.Group == "coordination.k8s.io", gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io"):
+		return false
+	}
+	return true
+}
+
 // wrote counts a write that went through (resource with its
 // subresource: "podsets/status"); it reports whether the controller dies
-// of it.
-func (f *Faults) wrote(verb, resource string) bool {
+// of it. A crash armed unnamed counts the aimed writes only (leases and
+// Events are renewed all the time, and a crash after one is no crash
+// between two writes of the controller's own); a crash named by its
+// resource counts that resource's writes, whatever they are.
+func (f *Faults) wrote(verb, namespace string, gr schema.GroupResource, sub string) bool {
+	resource := withSubresource(gr.Resource, sub)
+	aimed := f.aimed(namespace, gr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.crashLeft == 0 {
+	if f.crashLeft == 0 || !aimed && f.crashMatch.Resource == "" {
 		return false
 	}
 	f.crashSeen[verb+" "+resource]++
@@ -329,7 +377,7 @@ func (f *Faults) Client(inst *Instance, c client.WithWatch) client.WithWatch {
 			return err
 		}
 		err := do()
-		if err == nil && f.wrote(verb, withSubresource(gr.Resource, sub)) {
+		if err == nil && f.wrote(verb, ns, gr, sub) {
 			inst.Dead.Store(true)
 			f.opts.Crashed()
 		}
@@ -402,17 +450,31 @@ func (f *Faults) describe(obj any) (gr schema.GroupResource, namespace, name str
 	return schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, namespace, name
 }
 
-// WrapTransport delays or cuts the watch streams of a controller's
-// connections (its informers'), leaving other requests alone.
-func (f *Faults) WrapTransport(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		if err != nil || req.URL.Query().Get("watch") == "" || req.URL.Query().Get("watch") == "false" {
-			return resp, err
-		}
-		resp.Body = f.delayed(resp.Body)
-		return resp, nil
-	})
+// WrapTransport serves the reads of a controller instance's connections:
+// its watch streams (its informers') delayed or cut by the watch faults,
+// its reads answered from a stale view while it has one (ServeStale).
+func (f *Faults) WrapTransport(inst *Instance) func(http.RoundTripper) http.RoundTripper {
+	f.mu.Lock()
+	f.instances[inst] = true
+	f.mu.Unlock()
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if rv, _, stale := inst.staleNow(); stale {
+				if resp, handled, err := inst.serveStale(rt, req, rv); handled {
+					return resp, err
+				}
+			}
+			resp, err := rt.RoundTrip(req)
+			if err == nil && resp.StatusCode < 300 {
+				f.noteAct(req)
+			}
+			if err != nil || req.URL.Query().Get("watch") == "" || req.URL.Query().Get("watch") == "false" {
+				return resp, err
+			}
+			resp.Body = f.delayed(resp.Body, inst)
+			return resp, nil
+		})
+	}
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
@@ -420,11 +482,13 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // delayedBody passes a watch stream on, each chunk no sooner than the
-// watch delay in force after it arrived: order is kept, events are late.
+// watch delay in force after it arrived, nor before its instance's stale
+// view ends: order is kept, events are late.
 // Two goroutines per stream, receive and deliver, both end when the
 // stream ends, is cut or is closed.
 type delayedBody struct {
 	f       *Faults
+	inst    *Instance
 	src     io.ReadCloser
 	out     *io.PipeReader
 	in      *io.PipeWriter
@@ -443,9 +507,9 @@ type watchChunk struct {
 	err  error // the stream's end
 }
 
-func (f *Faults) delayed(src io.ReadCloser) *delayedBody {
+func (f *Faults) delayed(src io.ReadCloser, inst *Instance) *delayedBody {
 	out, in := io.Pipe()
-	b := &delayedBody{f: f, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	b := &delayedBody{f: f, inst: inst, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
 	f.mu.Lock()
 	f.watches[b] = true
 	f.mu.Unlock()
@@ -531,7 +595,7 @@ func (b *delayedBody) deliver() {
 			return
 		}
 		held := false
-		for time.Since(c.at) < b.f.watchDelayNow() {
+		for time.Since(c.at) < b.f.watchDelayNow() || c.at.Before(b.inst.heldUntil()) {
 			held = true
 			select {
 			case <-b.cutCh:
@@ -601,7 +665,7 @@ func (f *Faults) WrapWrites(inst *Instance) func(http.RoundTripper) http.RoundTr
 				return statusResponse(req, status.Status()), nil
 			}
 			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode < 300 && f.wrote(verb, withSubresource(gr.Resource, sub)) {
+			if err == nil && resp.StatusCode < 300 && f.wrote(verb, ns, gr, sub) {
 				inst.Dead.Store(true)
 				if inst.Kill != nil {
 					inst.Kill()

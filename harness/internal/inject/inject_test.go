@@ -36,7 +36,7 @@ func watchServer(t *testing.T, pause time.Duration) *httptest.Server {
 func TestWatchDelay(t *testing.T) {
 	f := New(Options{Namespace: "ns"})
 	srv := watchServer(t, 0)
-	rt := f.WrapTransport(http.DefaultTransport)
+	rt := f.WrapTransport(&Instance{})(http.DefaultTransport)
 
 	// Not a watch: untouched.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods", nil)
@@ -75,7 +75,7 @@ func TestWatchDelay(t *testing.T) {
 func TestWatchDrop(t *testing.T) {
 	f := New(Options{Namespace: "ns"})
 	srv := watchServer(t, time.Minute)
-	rt := f.WrapTransport(http.DefaultTransport)
+	rt := f.WrapTransport(&Instance{})(http.DefaultTransport)
 	require.False(t, f.DropWatches(), "no watch is open yet")
 
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
@@ -151,7 +151,7 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
 	srv := watchServer(t, 100*time.Millisecond)
 	f := New(Options{Namespace: "ns"})
-	rt := f.WrapTransport(http.DefaultTransport)
+	rt := f.WrapTransport(&Instance{})(http.DefaultTransport)
 	open := func() io.ReadCloser {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 		resp, err := rt.RoundTrip(req)

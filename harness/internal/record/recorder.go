@@ -253,6 +253,29 @@ func (r *Recorder) buildStates() {
 	}
 }
 
+// ResourceVersionAt is the resource version the case's watches had seen
+// at t: the newest of the changes observed by then, or, before the first,
+// the one just before it. Resource versions are etcd's revisions, one
+// order for every object: the cluster as it was then.
+func (r *Recorder) ResourceVersionAt(t time.Time) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rv uint64
+	for _, c := range r.changes {
+		if !c.at.After(t) {
+			rv = max(rv, c.rv)
+		}
+	}
+	if rv == 0 && len(r.changes) > 0 {
+		first := r.changes[0].rv
+		for _, c := range r.changes {
+			first = min(first, c.rv)
+		}
+		rv = max(first, 2) - 1
+	}
+	return rv
+}
+
 // Event records a step applied, or a user change.
 func (r *Recorder) Event(e properties.Event) {
 	r.mu.Lock()
@@ -366,6 +389,13 @@ func (r *Recorder) Panicked(value any) {
 	r.mu.Unlock()
 }
 
+// Panics counts the controller's panics (and exits) so far.
+func (r *Recorder) Panics() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.panics)
+}
+
 // Exited records a controller process that ended on its own, as a panic
 // whose stack is the end of its output.
 func (r *Recorder) Exited(msg, output string) {
@@ -407,6 +437,17 @@ func (r *Recorder) SinceLastWrite() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.clock.Since(r.lastWrite)
+}
+
+// Latest is the last state observed; zero before the first change.
+func (r *Recorder) Latest() properties.State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buildStates()
+	if len(r.states) == 0 {
+		return properties.State{}
+	}
+	return r.states[len(r.states)-1]
 }
 
 // Current returns the objects now observed.

@@ -1,0 +1,184 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"pgregory.net/rapid"
+	"sigs.k8s.io/yaml"
+)
+
+// BurstStep is the user making changes faster than a controller looks:
+// its Steps, each a user change (ScaleChange, UserChange, VolumeGrowth,
+// Recreate), applied one after another GapMs milliseconds apart, with no
+// settle between them. A controller that reads once and acts on what it
+// read, or that marks a later change as seen while acting on an earlier
+// one, ends in the wrong state (Sieve's unobserved state). A burst of one
+// step is that step.
+type BurstStep struct {
+	Steps []Step
+	GapMs int
+}
+
+func (BurstStep) Fault() string { return "Burst" }
+
+var _ DesiredStateChange = BurstStep{}
+
+// UserChange marks the step as the user's, not a fault's.
+func (BurstStep) UserChange() {}
+
+func (s BurstStep) Apply(ctx context.Context, t Target) error {
+	noOps := 0
+	for i, st := range s.Steps {
+		if i > 0 && s.GapMs > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(s.GapMs) * time.Millisecond):
+			}
+		}
+		err := st.Apply(ctx, t)
+		switch {
+		case errors.Is(err, ErrNoOp):
+			noOps++
+		case err != nil:
+			return fmt.Errorf("Burst, change %d %s: %w", i+1, Format(st), err)
+		}
+	}
+	if noOps == len(s.Steps) {
+		return noOp("every change of the burst was a no-op")
+	}
+	return nil
+}
+
+// String prints the burst on one line, its steps as plans print them.
+func (s BurstStep) String() string {
+	return fmt.Sprintf("Burst{Steps: %s, GapMs: %d}", FormatPlan(s.Steps), s.GapMs)
+}
+
+// MarshalJSON writes the steps as a scenario file's plan does.
+func (s BurstStep) MarshalJSON() ([]byte, error) {
+	steps := make([]map[string]any, len(s.Steps))
+	for i, st := range s.Steps {
+		var err error
+		if steps[i], err = EncodeStep(st); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(struct {
+		Steps []map[string]any `json:"steps"`
+		GapMs int              `json:"gapMs"`
+	}{steps, s.GapMs})
+}
+
+var _ Simplifiable = BurstStep{}
+
+// Simpler: no gap, then each step dropped (a burst of one is that step).
+func (s BurstStep) Simpler() []Step {
+	var out []Step
+	if s.GapMs > 0 {
+		out = append(out, BurstStep{Steps: s.Steps, GapMs: 0})
+	}
+	for i := range s.Steps {
+		out = append(out, burstOf(slices.Delete(slices.Clone(s.Steps), i, i+1), s.GapMs))
+	}
+	return out
+}
+
+// burstOf is a burst of steps, or the step itself when there is one.
+func burstOf(steps []Step, gapMs int) Step {
+	if len(steps) == 1 {
+		return steps[0]
+	}
+	return BurstStep{Steps: steps, GapMs: gapMs}
+}
+
+// SplitBursts are the plans in which one burst's steps come one after
+// another as steps of their own, each followed by a settle: the shrinker
+// tries them, since a failure that needs no burst is the simpler one.
+func SplitBursts(plan []Step) [][]Step {
+	var out [][]Step
+	for i, st := range plan {
+		if b, ok := st.(BurstStep); ok {
+			out = append(out, slices.Concat(plan[:i], b.Steps, plan[i+1:]))
+		}
+	}
+	return out
+}
+
+// Burst draws bursts of 2 to 4 changes from the user-change faults of,
+// 0 to 100 ms apart. With none, of is ScaleChange with its defaults.
+func Burst(of ...Fault) Fault {
+	if len(of) == 0 {
+		of = []Fault{ScaleChange(ScaleOptions{})}
+	}
+	return burst{of: of}
+}
+
+type burst struct{ of []Fault }
+
+func (burst) Name() string { return BurstStep{}.Fault() }
+
+var _ Validator = burst{}
+
+// Validate: each fault of the burst draws user changes, and none is a
+// burst itself.
+func (f burst) Validate() error {
+	var errs []error
+	for _, g := range f.of {
+		step := g.Steps(Config{Nodes: 3, Fixtures: 1}).Example(0)
+		_, nested := step.(BurstStep)
+		if !IsUserChange(step) || nested {
+			errs = append(errs, fmt.Errorf("Burst: %s is not a user change; a burst holds user changes (ScaleChange, UserChange, VolumeGrowth, Recreate)", g.Name()))
+		}
+		if v, ok := g.(Validator); ok {
+			if err := v.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("Burst: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f burst) Steps(c Config) *rapid.Generator[Step] {
+	gens := make([]*rapid.Generator[Step], len(f.of))
+	for i, g := range f.of {
+		gens[i] = g.Steps(c)
+	}
+	changes := rapid.SliceOfN(rapid.OneOf(gens...), 2, 4)
+	return rapid.Custom(func(t *rapid.T) Step {
+		return BurstStep{Steps: changes.Draw(t, "changes"), GapMs: amountIn(t, 0, 100, "gapMs")}
+	})
+}
+
+// Decode reads a burst's steps with its faults and the catalog's.
+func (f burst) Decode(b []byte) (Step, error) {
+	var fields struct {
+		Steps []map[string]any `json:"steps"`
+		GapMs int              `json:"gapMs"`
+	}
+	if err := yaml.UnmarshalStrict(b, &fields); err != nil {
+		return nil, fmt.Errorf("reading a Burst step: %w", err)
+	}
+	if len(fields.Steps) == 0 {
+		return nil, errors.New("reading a Burst step: it has no steps; list them as a plan's, e.g. steps: [{fault: ScaleChange, object: 0, field: spec.replicas, value: 1}]")
+	}
+	known := append(slices.Clone(f.of), Catalog()...)
+	steps := make([]Step, len(fields.Steps))
+	for i, m := range fields.Steps {
+		st, err := DecodeStep(m, known)
+		if err != nil {
+			return nil, fmt.Errorf("reading a Burst step, change %d: %w", i+1, err)
+		}
+		if _, nested := st.(BurstStep); nested || !IsUserChange(st) {
+			return nil, fmt.Errorf("reading a Burst step, change %d: %s is not a user change; a burst holds user changes", i+1, strings.TrimSpace(Format(st)))
+		}
+		steps[i] = st
+	}
+	return burstOf(steps, fields.GapMs), nil
+}

@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kubeprop/kubeprop/faults"
+)
+
+// recreateWait bounds how long a Recreate waits for the old object to be
+// gone: its finalizers may hold it (a controller's clean-up), but one that
+// nobody removes would hold it forever.
+const recreateWait = 30 * time.Second
+
+// desiredStates keeps the user's desired state of each fixture: as the
+// Spec gave it, with the user's changes (ScaleChange, UserChange: patches
+// through the user's client) applied as they succeed. A Recreate creates
+// the fixture again from it, as a user would from their manifest, not
+// from what the controller or a conflicting writer made of the object.
+type desiredStates struct {
+	objects [][]byte // JSON, by fixture index
+}
+
+// trackUserChanges wraps the user's client so that its patches of a fixture
+// update the fixture's desired state.
+func (c *caseRun) trackUserChanges(cl client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(cl, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			if err := cl.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			c.userPatched(obj, patch.Type(), data)
+			return nil
+		},
+	})
+}
+
+// keepDesired records the fixtures as the Spec gave them, before their
+// creation.
+func (c *caseRun) keepDesired(fixtures []client.Object) error {
+	c.desired.objects = make([][]byte, len(fixtures))
+	for i, f := range fixtures {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("fixture %s: %w", f.GetName(), err)
+		}
+		c.desired.objects[i] = b
+	}
+	return nil
+}
+
+// userPatched applies a patch of the user's to the desired state of the
+// fixture it patched, if it patched one.
+func (c *caseRun) userPatched(obj client.Object, pt types.PatchType, data []byte) {
+	i := c.fixtureIndex(obj)
+	if i < 0 {
+		return
+	}
+	var next []byte
+	var err error
+	switch pt {
+	case types.MergePatchType:
+		next, err = jsonpatch.MergePatch(c.desired.objects[i], data)
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(data); err == nil {
+			next, err = p.Apply(c.desired.objects[i])
+		}
+	default:
+		err = fmt.Errorf("a %s patch is not followed", pt)
+	}
+	if err != nil {
+		c.logf("the desired state of %s does not follow the user's change (%v): a Recreate creates it without that change", obj.GetName(), err)
+		return
+	}
+	c.desired.objects[i] = next
+}
+
+// fixtureIndex is the index of the fixture obj is, by kind and name; -1
+// when it is none.
+func (c *caseRun) fixtureIndex(obj client.Object) int {
+	gvk, err := apiutil.GVKForObject(obj, c.spec.Scheme)
+	if err != nil {
+		return -1
+	}
+	for i, f := range c.fixtures {
+		if fg, err := apiutil.GVKForObject(f, c.spec.Scheme); err == nil && fg.GroupKind() == gvk.GroupKind() && f.GetName() == obj.GetName() {
+			return i
+		}
+	}
+	return -1
+}
+
+// RecreateFixture deletes the i-th fixture, waits until its name is free
+// (its finalizers done), settles if asked, and creates it again from the
+// user's desired state: a new object, with a new UID.
+func (c *caseRun) RecreateFixture(ctx context.Context, i int, settle bool) error {
+	old := c.fixtures[i]
+	if err := c.userClient.Delete(ctx, old.DeepCopyObject().(client.Object)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("Recreate: deleting %s: %w", old.GetName(), err)
+	}
+	var finalizers []string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, recreateWait, true, func(ctx context.Context) (bool, error) {
+		current := old.DeepCopyObject().(client.Object)
+		err := c.userClient.Get(ctx, client.ObjectKeyFromObject(old), current)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		finalizers = current.GetFinalizers()
+		return false, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("%w: %s was still being deleted %v after its deletion (finalizers %v): not created again", faults.ErrNoOp, old.GetName(), recreateWait, finalizers)
+	}
+	if settle {
+		if err := c.Settle(ctx); err != nil {
+			return err
+		}
+	}
+	obj, err := c.desiredObject(i, old)
+	if err != nil {
+		return fmt.Errorf("Recreate: %w", err)
+	}
+	obj.SetNamespace(c.namespace)
+	if err := c.userClient.Create(ctx, obj); err != nil {
+		return fmt.Errorf("Recreate: creating %s again: %w", old.GetName(), err)
+	}
+	c.fixtures[i] = obj
+	return nil
+}
+
+// desiredObject is the i-th fixture's desired state as an object of
+// old's type (unstructured for a fixture given so).
+func (c *caseRun) desiredObject(i int, old client.Object) (client.Object, error) {
+	gvk, err := apiutil.GVKForObject(old, c.spec.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	var obj client.Object = &unstructured.Unstructured{}
+	if _, isUnstructured := old.(*unstructured.Unstructured); !isUnstructured {
+		o, err := c.spec.Scheme.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		typed, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object", gvk)
+		}
+		obj = typed
+	}
+	if err := json.Unmarshal(c.desired.objects[i], obj); err != nil {
+		return nil, fmt.Errorf("the desired state of %s: %w", old.GetName(), err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}
