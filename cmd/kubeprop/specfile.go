@@ -188,4 +188,3 @@ func loadSpec(path string) (*loadedSpec, error) {
 	}
 	return l, nil
 }
-
