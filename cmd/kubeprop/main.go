@@ -48,7 +48,8 @@ expressions over each object of a kind:
 
   controller:
     command: ./bin/podset-controller      # relative to the spec file
-    args: ["--namespace=${KUBEPROP_NAMESPACE}"]
+    args: ["--namespace=$(KUBEPROP_NAMESPACE)"]
+    env: {LOG_LEVEL: debug}               # $(KUBEPROP_NAMESPACE), $(KUBECONFIG) expand
   crds: [crds/]
   fixtures: [podset.yaml]
   faults:
@@ -58,6 +59,12 @@ expressions over each object of a kind:
     - fault: ScaleChange
       field: spec.replicas
       max: 4
+    - fault: UserChange                   # a change of any field, or patches:
+      name: ImageChange
+      field: spec.template.spec.containers[0].image
+      values: [web:2, web:3]
+    - fault: Burst                        # user changes faster than it looks
+    - fault: Recreate                     # deleted and created again
   invariants:
     - name: ready
       kind: PodSet
