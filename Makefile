@@ -12,11 +12,11 @@ TEST_FLAGS   ?= -race -count=1 -timeout 80m
 KUBERAY_VERSION := v1.5.0
 KUBERAY         := bin/kuberay/$(KUBERAY_VERSION)
 
-.PHONY: all bins k8s-bins kuberay podset-controller test bench demo soak clean-bins
+.PHONY: all bins k8s-bins kuberay podset-controller database-operator test bench demo soak clean-bins
 
 all: bins
 
-bins: k8s-bins $(KUBERAY)/ray-operator podset-controller
+bins: k8s-bins $(KUBERAY)/ray-operator podset-controller database-operator
 
 # The cluster binaries, by the builder of `kubeprop bins` (cluster.BuildBinaries,
 # which embeds hack/k8sbins's build modules): it skips those already built.
@@ -36,6 +36,11 @@ $(KUBERAY)/ray-operator: hack/kuberay/go.mod
 # (testdata/podset). go build is incremental: it always runs.
 podset-controller:
 	$(GO) build -o bin/podset-controller ./controllers/clientgopodset/cmd/podset-controller
+
+# The bundled Database operator as a binary, for kubeprop run
+# (testdata/database).
+database-operator:
+	$(GO) build -o bin/database-operator ./controllers/database/cmd/database-operator
 
 # The tests build the binaries first when they are missing.
 test: bins

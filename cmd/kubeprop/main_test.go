@@ -200,6 +200,27 @@ func readJUnit(t *testing.T, path string) junitSuites {
 	return suites
 }
 
+// TestDatabaseOperator runs the bundled Database operator as a binary
+// that takes its namespace from its environment (env: in the spec file)
+// and holds a leader-election Lease: a saved scenario with a UserChange
+// (its storage grown) and a Recreate, and a short search of the spec's
+// faults, pass.
+func TestDatabaseOperator(t *testing.T) {
+	t.Parallel() // each run starts a hollow cluster of its own
+	if _, err := os.Stat("../../bin/database-operator"); err != nil {
+		t.Fatalf("the database-operator binary is missing (%v): run make bins, which builds it into bin/", err)
+	}
+	code, stdout, _ := kubeprop(t, "replay", "../../testdata/database/testdata/kubeprop/database/storage-recreate.yaml")
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stdout, "PASS every property held")
+	require.Regexp(t, `(?m)^1 scenarios, 0 failures, .*\n$`, stdout)
+
+	out := t.TempDir()
+	code, stdout, stderr := kubeprop(t, "run", "--checks", "3", "--seed", "2", "--out", out, "../../testdata/database/spec.yaml")
+	require.Equal(t, exitPass, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Regexp(t, `(?m)^3 plans, 0 failures, .*\n$`, stdout)
+}
+
 // TestRayOperator replays the two findings on KubeRay's ray-operator
 // v1.5.0 (testdata/kuberay): pods evicted from a lost node stay
 // Terminating and are never replaced; a worker pod relabeled out of its

@@ -1,25 +1,30 @@
 // Package suite is kubeprop's conformance suite over the bundled
-// controllers: the correct PodSet controller, which must pass, and its
-// seeded-bug variants, each of which must be caught by the property its
-// doc names, with a plan shrunk to at most the known minimum.
+// controllers: the correct PodSet controller and the stateful Database
+// operator, which must pass, and their seeded-bug variants, each of which
+// must be caught by the property its doc names, with a plan shrunk to at
+// most the known minimum.
 package suite
 
 import (
 	"slices"
 	"time"
 
+	"github.com/kubeprop/kubeprop/controllers/bugs/cleanupbyname"
 	"github.com/kubeprop/kubeprop/controllers/bugs/clientgonobackoff"
 	"github.com/kubeprop/kubeprop/controllers/bugs/countsterminating"
 	"github.com/kubeprop/kubeprop/controllers/bugs/defaultingfight"
 	"github.com/kubeprop/kubeprop/controllers/bugs/fightsreplicas"
 	"github.com/kubeprop/kubeprop/controllers/bugs/nevershrinks"
 	"github.com/kubeprop/kubeprop/controllers/bugs/nobackoff"
+	"github.com/kubeprop/kubeprop/controllers/bugs/observedafter"
 	"github.com/kubeprop/kubeprop/controllers/bugs/recreatescrashing"
+	"github.com/kubeprop/kubeprop/controllers/bugs/resizemarksfirst"
 	"github.com/kubeprop/kubeprop/controllers/bugs/stalecache"
 	"github.com/kubeprop/kubeprop/controllers/bugs/statustimestamp"
 	"github.com/kubeprop/kubeprop/controllers/bugs/swallowsconflict"
 	"github.com/kubeprop/kubeprop/controllers/bugs/twostepcreate"
 	"github.com/kubeprop/kubeprop/controllers/clientgopodset"
+	"github.com/kubeprop/kubeprop/controllers/database"
 	"github.com/kubeprop/kubeprop/controllers/podset"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
@@ -117,6 +122,20 @@ func Targets() []Target {
 		// 1000}] passed 6 replays of 6.
 		{Name: "clientgonobackoff", Spec: withFaults(clientgopodset.Spec(clientgonobackoff.Options())), Property: "bounded-backoff", MinSteps: 2,
 			ExpectSteps: 2, Reveal: []string{"APIErrors", "ScaleChange"}},
+		// The stateful operator (controllers/database) and its seeded bugs,
+		// one of each of Sieve's classes.
+		{Name: "database", Spec: DatabaseSpec(func() *database.Reconciler { return &database.Reconciler{} })},
+		// Intermediate state: a crash right after its first write of a
+		// growth (the status) leaves it never grown.
+		{Name: "resizemarksfirst", Spec: DatabaseSpec(resizemarksfirst.New), Property: "converges", MinSteps: 2, ExpectSteps: 3,
+			Reveal: []string{"CrashAfterWrite", "StorageChange"}},
+		// Stale state: a restart whose view lags into the old Database's
+		// deletion, after the user re-created it.
+		{Name: "cleanupbyname", Spec: DatabaseSpec(cleanupbyname.New), Property: "claims-kept", MinSteps: 2, ExpectSteps: 3,
+			Reveal: []string{"Recreate", "ControllerRestart"}},
+		// Unobserved state: two replica changes faster than it looks.
+		{Name: "observedafter", Spec: DatabaseSpec(observedafter.New), Property: "converges", MinSteps: 1, ExpectSteps: 2,
+			Reveal: []string{"Burst"}},
 	}
 }
 
