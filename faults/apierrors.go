@@ -59,8 +59,10 @@ func (apiErrors) Steps(Config) *rapid.Generator[Step] {
 		if rapid.Bool().Draw(t, "window") {
 			s.ForMs = 500 * amountIn(t, 1, 8, "halfSeconds")
 		} else {
-			// Up to six bursts of a retry helper's five tries: what a
-			// missing back-off between bursts needs to show.
+			// Up to six bursts of a retry helper's five tries of a
+			// conflict (bounded-backoff counts each burst as one
+			// attempt): what a missing back-off between bursts needs to
+			// show.
 			s.Requests = amountIn(t, 1, 30, "requests")
 		}
 		return s

@@ -152,7 +152,6 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 func (c *caseRun) newInstance(kill func()) *inject.Instance {
 	inst := &inject.Instance{Linger: c.env.linger, Kill: kill}
 	if v := c.nextView; v.lag > 0 {
-		c.nextView = staleView{}
 		inst.ServeStale(v.rv, time.Now().Add(v.lag), func(msg string) { c.logf("%s", msg) })
 		c.logf("the new instance is served the cluster as it was %v ago (resource version %d) until %v from now", v.lag, v.rv, v.lag)
 	}

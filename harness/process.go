@@ -72,13 +72,15 @@ func ProcessWith(opts ProcessOptions) Controller { return processController{opts
 
 type processController struct{ opts ProcessOptions }
 
-// validate checks the command and the environment's names.
-func (p processController) validate() error {
+func (p processController) validate() error { return p.opts.Validate() }
+
+// Validate checks the command and the environment's names.
+func (o ProcessOptions) Validate() error {
 	var errs []error
-	if p.opts.Command == "" {
+	if o.Command == "" {
 		errs = append(errs, errors.New("the controller binary's command is empty: give its path"))
 	}
-	for k := range p.opts.Env {
+	for k := range o.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			errs = append(errs, fmt.Errorf("the controller binary's environment: %q is no variable name", k))
 		}

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -283,4 +284,51 @@ func testStaleRestartProcess(t *testing.T) {
 	require.NotEmpty(t, rvs, "the restarted process reconciled:\n%s", second)
 	require.LessOrEqual(t, rvs[0], view, "its first reconcile read its view's Widget:\n%s\n%s", second, timeline)
 	require.Greater(t, slices.Max(rvs), view, "then a newer one:\n%s", second)
+}
+
+// TestRecreateOfAnUndeletableFixture: a fixture held by a finalizer that
+// nobody removes is not created again: the step is a no-op that says
+// why, and the case goes on.
+func TestRecreateOfAnUndeletableFixture(t *testing.T) {
+	t.Parallel()
+	spec := widgetSpec(false)
+	spec.Fixtures = func(ns string) []client.Object {
+		w := newWidget(ns, "web", 1)
+		w.SetFinalizers([]string{"test.kubeprop.dev/kept-forever"})
+		return []client.Object{w}
+	}
+	spec.SettleCap = time.Second
+	start := time.Now()
+	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.RecreateStep{}})
+	require.NoError(t, err)
+	timeline := strings.Join(rep.Timeline, "\n")
+	require.Empty(t, rep.NoOps, "the deletion was asked for: no no-op\n%s", timeline)
+	require.Contains(t, timeline, "Recreate: web was still being deleted 3s after its deletion (finalizers [test.kubeprop.dev/kept-forever]): not created again")
+	require.Less(t, time.Since(start), time.Minute)
+}
+
+// TestSetupWaitsForTheController: a controller that never writes fails
+// the case's setup, saying what to check; with Spec.Ready it is set up.
+func TestSetupWaitsForTheController(t *testing.T) {
+	t.Parallel()
+	spec := widgetSpec(false)
+	spec.Controller = harness.Func(func(ctx context.Context, _ *rest.Config) error {
+		<-ctx.Done()
+		return nil
+	})
+	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.Setup = 2 * time.Second
+	_, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
+	require.ErrorContains(t, err, "the controller did not act on the fixtures within 2s of its start: it made no write of its own kinds in namespace kp-")
+	require.ErrorContains(t, err, "say when it is ready with Spec.Ready")
+
+	spec.Ready = func(s properties.State) error {
+		if len(s.ByKind("Widget")) == 0 {
+			return fmt.Errorf("no Widget yet")
+		}
+		return nil
+	}
+	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ControllerRestartStep{}})
+	require.NoError(t, err)
+	require.False(t, rep.Failed(), strings.Join(rep.Timeline, "\n"))
 }

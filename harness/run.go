@@ -385,7 +385,8 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	if err := c.awaitController(ctx); err != nil {
 		return err
 	}
-	if err := c.settle(ctx, c.spec.Setup); err != nil {
+	// Spec.Setup bounds the whole: what the controller's start left.
+	if err := c.settle(ctx, max(c.spec.Setup-time.Since(c.started), c.spec.SettleQuiet)); err != nil {
 		if errors.Is(err, errDecided) {
 			c.logf("a property failed before the first step: %s", c.failedSoFar())
 		}
@@ -405,6 +406,7 @@ func (c *caseRun) awaitController(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
+	var notReady error
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, c.spec.Setup, true, func(context.Context) (bool, error) {
 		select {
 		case <-c.ctlFaults.Acted():
@@ -417,13 +419,14 @@ func (c *caseRun) awaitController(ctx context.Context) error {
 		if c.spec.Ready == nil {
 			return false, nil
 		}
-		return c.spec.Ready(c.recorder.Latest()) == nil, nil
+		notReady = c.spec.Ready(properties.State{At: time.Now(), Objects: c.recorder.Current()})
+		return notReady == nil, nil
 	})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil && c.spec.Ready != nil:
-		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count), and Spec.Ready did not hold: check that it watches the case's namespace and the fixtures' kinds, or raise Spec.Setup", c.spec.Setup, c.namespace)
+		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count), and Spec.Ready did not hold (%v): check that it watches the case's namespace and the fixtures' kinds, or raise Spec.Setup", c.spec.Setup, c.namespace, notReady)
 	case err != nil:
 		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count): check that it watches the case's namespace and the fixtures' kinds (and wins its leader election), raise Spec.Setup, or, for a controller with nothing to write, say when it is ready with Spec.Ready", c.spec.Setup, c.namespace)
 	}

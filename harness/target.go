@@ -181,8 +181,10 @@ func (c *caseRun) RestartController(ctx context.Context, stale time.Duration) er
 	}
 	if stale > 0 {
 		// The view of stale ago: the last resource version the case's
-		// watches had seen then.
+		// watches had seen then. This start's only, whether it starts or
+		// not.
 		c.nextView = staleView{rv: c.recorder.ResourceVersionAt(time.Now().Add(-stale)), lag: stale}
+		defer func() { c.nextView = staleView{} }()
 	}
 	stop, err := c.spec.Controller.start(ctx, c)
 	if err != nil {

@@ -36,9 +36,10 @@ type BackoffOptions struct {
 
 // BoundedBackoff holds when the controller backs off while it fails: in a
 // streak of failed attempts at one object (reconciles that return an error
-// or ask for a requeue, or API requests refused), it makes no more attempts
-// than an exponential back-off from Base allows in the time it waited
-// between them (the gaps less the shortest: what the attempts take
+// or ask for a requeue, or API requests refused; a bounded retry helper's
+// burst of conflicts is one attempt, see retryBursts), it makes no more
+// attempts than an exponential back-off from Base allows in the time it
+// waited between them (the gaps less the shortest: what the attempts take
 // themselves grows with the machine's load, see waitedIn), it never waits
 // longer than Cap, and once the faults heal an object whose reconcile was failing
 // is reconciled again within RecoverWithin. A write by another API user
@@ -73,13 +74,15 @@ type boundedBackoff struct{ opts BackoffOptions }
 // news are the times, sorted, of the writes by other API users to the
 // resources the controller writes itself: the objects it manages, which
 // its informers watch. (The audit log has no reads to tell what else it
-// watches.)
+// watches.) Events and leases are not among them: the controller posts
+// Events and renews its leader lease, but no informer of it acts on other
+// components' Events or leases.
 type news []time.Time
 
 func newsOf(tr *Trace) news {
 	managed := map[string]bool{}
 	for _, r := range tr.Requests {
-		if r.User == tr.Controller && isWrite(r.Verb) {
+		if r.User == tr.Controller && isWrite(r.Verb) && r.Resource != "events" && r.Resource != "leases" {
 			managed[r.Resource] = true
 		}
 	}
@@ -111,16 +114,14 @@ func (p boundedBackoff) Horizon() time.Duration { return p.opts.RecoverWithin }
 type attempt struct {
 	at     time.Time
 	failed bool
+	// conflict: a request refused with 409, what a retry helper retries.
+	conflict bool
 }
 
 func (p boundedBackoff) Check(tr *Trace) Verdict {
 	var open []string
 	news := newsOf(tr)
-	reconciles := make([]time.Time, len(tr.Reconciles))
-	for i, r := range tr.Reconciles {
-		reconciles[i] = r.At
-	}
-	slices.SortFunc(reconciles, time.Time.Compare)
+	reconciles := reconcileStartsOf(tr.Reconciles)
 	for _, target := range attemptsByTarget(tr) {
 		if v, bad := p.checkTarget(tr, target, news, reconciles); bad {
 			return v
@@ -137,7 +138,7 @@ func (p boundedBackoff) Check(tr *Trace) Verdict {
 	return pending("still failing: %s", strings.Join(open, ", "))
 }
 
-func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles []time.Time) (Verdict, bool) {
+func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles reconcileStarts) (Verdict, bool) {
 	what, attempts := t.what, t.attempts
 	var streak []attempt
 	judge := func() (Verdict, bool) {
@@ -157,12 +158,16 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles [
 			// one attempt, and the back-off is judged between bursts.
 			bursts := retryBursts(streak, reconciles)
 			tries, waited = len(bursts), waitedBetween(bursts)
-			waits = fmt.Sprintf(" (%d bursts of a retry helper's at most %d tries within %v), %v of them waiting between bursts beyond the attempts' own time",
+			waits = fmt.Sprintf(" (%d bursts: a retry helper's conflicts, at most %d within %v, are one), %v of them waiting between bursts beyond the attempts' own time",
 				tries, retryBurstTries, retryBurstSpan, waited)
 		}
 		if budget := budget(base, p.opts.Slack, waited); tries > budget {
+			unit := ""
+			if tries != len(streak) {
+				unit = " bursts"
+			}
 			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
-				"%d failed attempts in %v%s; an exponential back-off from %v allows %d", len(streak), span, waits, base, budget), true
+				"%d failed attempts in %v%s; an exponential back-off from %v allows %d%s", len(streak), span, waits, base, budget, unit), true
 		}
 		for i := 1; i < len(streak) && !t.replacements; i++ {
 			if gap := streak[i].at.Sub(streak[i-1].at); gap > p.opts.Cap+p.opts.Cap/10 {
@@ -243,26 +248,76 @@ const (
 type burst struct{ first, last time.Time }
 
 // retryBursts groups a streak of failed requests into bursts: from each
-// attempt that starts one, the attempts after it, up to retryBurstTries in
-// all, within retryBurstSpan of it, and, where the trace has the
-// controller's reconciles (in process), within one reconcile: a retry
-// helper's tries are made by one reconcile, and a reconcile started
-// between two attempts is the work queue's retry. A retry loop with no
-// bound makes bursts one after another with no wait between them, which
-// the back-off budget between bursts catches.
-func retryBursts(streak []attempt, reconciles []time.Time) []burst {
+// conflict (409, what RetryOnConflict retries) that starts one, the
+// conflicts after it, up to retryBurstTries in all, within retryBurstSpan
+// of it, and, where the trace has the controller's reconciles (in
+// process), within the reconcile that was running at its first: the
+// helper's tries are one reconcile's, and that reconcile starting again is
+// the work queue's retry. Another failure is a burst of its own. A retry
+// loop with no bound makes bursts one after another with no wait between
+// them, which the back-off budget between bursts catches.
+func retryBursts(streak []attempt, reconciles reconcileStarts) []burst {
 	var out []burst
-	n := 0
+	n, key := 0, ""
 	for _, a := range streak {
-		if k := len(out) - 1; k >= 0 && n < retryBurstTries && a.at.Sub(out[k].first) <= retryBurstSpan && !anyIn(reconciles, out[k].last, a.at) {
+		if k := len(out) - 1; k >= 0 && a.conflict && n > 0 && n < retryBurstTries && a.at.Sub(out[k].first) <= retryBurstSpan &&
+			!reconciles.startedIn(key, out[k].last, a.at) {
 			out[k].last = a.at
 			n++
 			continue
 		}
 		out = append(out, burst{first: a.at, last: a.at})
-		n = 1
+		n, key = 0, ""
+		if a.conflict {
+			n, key = 1, reconciles.runningAt(a.at)
+		}
 	}
 	return out
+}
+
+// reconcileStarts are the trace's reconciles by start.
+type reconcileStarts []Reconcile
+
+func reconcileStartsOf(rs []Reconcile) reconcileStarts {
+	out := slices.Clone(rs)
+	slices.SortStableFunc(out, func(a, b Reconcile) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// runningAt names the reconcile that started last at or before t (its
+// controller and key), "" when none did: with one worker, the one
+// running.
+func (rs reconcileStarts) runningAt(t time.Time) string {
+	i, _ := slices.BinarySearchFunc(rs, t, func(r Reconcile, t time.Time) int {
+		if r.At.After(t) {
+			return 1
+		}
+		return -1
+	})
+	if i == 0 {
+		return ""
+	}
+	return rs[i-1].Controller + "\x00" + rs[i-1].Key
+}
+
+// startedIn reports whether the reconcile named key started again in
+// (from, to].
+func (rs reconcileStarts) startedIn(key string, from, to time.Time) bool {
+	if key == "" {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(rs, from, func(r Reconcile, from time.Time) int {
+		if r.At.After(from) {
+			return 1
+		}
+		return -1
+	})
+	for ; i < len(rs) && !rs[i].At.After(to); i++ {
+		if rs[i].Controller+"\x00"+rs[i].Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // anyIn reports whether one of times, sorted, is in (from, to].
@@ -370,7 +425,7 @@ func attemptsByTarget(tr *Trace) []target {
 		}
 		// Deleting what is already gone reached the goal.
 		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
-		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed}, false)
+		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed, conflict: r.Code == 409}, false)
 		if owner := replacedFailingPod(tr, r, lastPods); owner != "" {
 			out[add("replacement of the failing pods of "+owner, "replacement of the failing pods of "+owner, attempt{at: r.At, failed: true}, false)].replacements = true
 		}

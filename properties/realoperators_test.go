@@ -99,12 +99,36 @@ func TestBoundedBackoffRetryHelpers(t *testing.T) {
 		}
 	}
 
-	// The report that started this: one burst of five, 68 ms.
+	// Another object's reconciles between the tries (a controller of two
+	// objects): the burst is still one reconcile's.
 	var reqs []Request
+	var reconciles []Reconcile
+	d := time.Duration(0)
+	for b := range 8 {
+		reconciles = append(reconciles, Reconcile{At: at(d), Controller: "database", Key: "ns/db", Err: "conflict"})
+		for i := range 5 {
+			reqs = append(reqs, Request{At: at(d + time.Duration(i)*12*time.Millisecond), User: "op", Verb: "update", Resource: "databases", Subresource: "status", Name: "db", Code: 409})
+			reconciles = append(reconciles, Reconcile{At: at(d + time.Duration(i)*12*time.Millisecond + time.Millisecond), Controller: "database", Key: "ns/other"})
+		}
+		d += 60*time.Millisecond + 5*time.Millisecond<<b
+	}
+	v := BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, Reconciles: reconciles, End: at(d), Final: true})
+	require.NoError(t, v.Err, v.Detail)
+	// Refusals other than conflicts are no retry helper's: ten 500s with
+	// no wait between them are ten attempts.
+	reqs = nil
+	for i := range 10 {
+		reqs = append(reqs, Request{At: at(time.Duration(i) * 10 * time.Millisecond), User: "op", Verb: "update", Resource: "databases", Name: "db", Code: 500})
+	}
+	v = BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
+	require.EqualError(t, v.Err, "bounded-backoff: update databases db retried without backing off")
+
+	// The report that started this: one burst of five, 68 ms.
+	reqs = nil
 	for i := range 5 {
 		reqs = append(reqs, Request{At: at(time.Duration(i) * 17 * time.Millisecond), User: "op", Verb: "update", Resource: "databases", Subresource: "status", Name: "db", Code: 409})
 	}
-	v := BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
+	v = BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
 	require.NoError(t, v.Err, v.Detail)
 
 	// A helper with no bound between its bursts: a burst every 50 ms.
@@ -117,4 +141,23 @@ func TestBoundedBackoffRetryHelpers(t *testing.T) {
 	v = BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
 	require.EqualError(t, v.Err, "bounded-backoff: update databases db retried without backing off")
 	require.Contains(t, v.Detail, "50 failed attempts in 490ms (10 bursts")
+}
+
+// TestEventsAreNoNews: a controller that posts Events and renews a lease
+// does not act on other components' Events or leases: the kubelet's
+// Events between its retries do not end a streak.
+func TestEventsAreNoNews(t *testing.T) {
+	reqs := []Request{
+		{At: t0, User: "op", Verb: "create", Resource: "events", Code: 201},
+		{At: t0, User: "op", Verb: "update", Resource: "leases", Name: "leader", Code: 200},
+	}
+	for i := range 20 {
+		d := time.Duration(i) * 10 * time.Millisecond
+		reqs = append(reqs,
+			Request{At: at(d + time.Millisecond), User: "op", Verb: "update", Resource: "databases", Name: "db", Code: 500},
+			Request{At: at(d + 2*time.Millisecond), User: "kubelet", Verb: "create", Resource: "events", Code: 201},
+			Request{At: at(d + 3*time.Millisecond), User: "other-operator", Verb: "update", Resource: "leases", Name: "its-own", Code: 200})
+	}
+	v := BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
+	require.EqualError(t, v.Err, "bounded-backoff: update databases db retried without backing off")
 }

@@ -68,7 +68,7 @@ func TestBadSpecs(t *testing.T) {
 		"burst of a fault":   {"", "faults: [{fault: Burst, of: [{fault: NodeLoss}]}]\n", `faults[0]: Burst: NodeLoss is not a user change`},
 		"malformed env":      {"controller: {command: /bin/true, env: [A, B]}\n", "", `is malformed: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field .controller.env of type map[string]string`},
 		"env not a string":   {"controller: {command: /bin/true, env: {WORKERS: {n: 2}}}\n", "", `json: cannot unmarshal object into Go struct field .controller.env of type string`},
-		"env name":           {"controller: {command: /bin/true, env: {'A=B': x}}\n", "", `controller.env: "A=B" is no variable name`},
+		"env name":           {"controller: {command: /bin/true, env: {'A=B': x}}\n", "", `controller: the controller binary's environment: "A=B" is no variable name`},
 		"bad selector":       {"", "faults: [{fault: ContainerKill, selector: 'a in (b'}]\n", `ContainerKill: the pod selector "a in (b"`},
 		"invalid CEL":        {"", "invariants: [{name: ready, kind: PodSet, expression: 'object.status.readyReplicas =='}]\n", `invariant "ready": the expression is not valid CEL`},
 		"not a bool":         {"", "invariants: [{name: ready, kind: PodSet, expression: 'size(pods)'}]\n", `invariant "ready": the expression yields int; it must yield a bool`},

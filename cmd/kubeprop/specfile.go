@@ -103,12 +103,13 @@ func loadSpec(path string) (*loadedSpec, error) {
 			bad("controller.command %q is not on PATH: give its path", cmd)
 		}
 	}
-	l.spec.Controller = harness.ProcessWith(harness.ProcessOptions{Command: cmd, Args: f.Controller.Args, Env: f.Controller.Env})
-	for k := range f.Controller.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			bad("controller.env: %q is no variable name", k)
+	process := harness.ProcessOptions{Command: cmd, Args: f.Controller.Args, Env: f.Controller.Env}
+	if cmd != "" {
+		if err := process.Validate(); err != nil {
+			bad("controller: %v", err)
 		}
 	}
+	l.spec.Controller = harness.ProcessWith(process)
 
 	// CRDs, for the cluster and the invariants' field checks.
 	for _, c := range f.CRDs {

@@ -212,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// status says was applied last.
 	applied, hasApplied := resource.Quantity{}, false
 	if sts != nil {
-		applied, hasApplied = templateStorage(sts)
+		applied, hasApplied = TemplateStorage(sts)
 	} else if db.Status.Storage != "" {
 		if q, err := resource.ParseQuantity(db.Status.Storage); err == nil {
 			applied, hasApplied = q, true
@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	size, _ := templateStorage(sts)
+	size, _ := TemplateStorage(sts)
 	ready := sts.Status.ReadyReplicas
 	return ctrl.Result{}, r.UpdateStatus(ctx, db, func(s *DatabaseStatus) {
 		s.ObservedGeneration, s.ReadyReplicas, s.Storage = observed, ready, target.String()
@@ -351,7 +351,7 @@ func Labels(db *Database) map[string]string {
 }
 
 // templateStorage is what the StatefulSet's claim template asks for.
-func templateStorage(sts *appsv1.StatefulSet) (resource.Quantity, bool) {
+func TemplateStorage(sts *appsv1.StatefulSet) (resource.Quantity, bool) {
 	for _, t := range sts.Spec.VolumeClaimTemplates {
 		if t.Name == ClaimTemplate {
 			q, ok := t.Spec.Resources.Requests[corev1.ResourceStorage]

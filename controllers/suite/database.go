@@ -121,7 +121,7 @@ func DatabaseConverged(s properties.State) error {
 			return err
 		}
 		replicas := int(db.Replicas())
-		switch asked, ok := templateStorage(set); {
+		switch asked, ok := database.TemplateStorage(set); {
 		case !metav1.IsControlledBy(set, db):
 			return fmt.Errorf("StatefulSet %s is not controlled by Database %s", set.Name, db.Name)
 		case int(ptr.Deref(set.Spec.Replicas, 1)) != replicas:
@@ -179,17 +179,6 @@ func DatabaseConverged(s properties.State) error {
 		}
 	}
 	return nil
-}
-
-// templateStorage is what a StatefulSet's data claim template asks for.
-func templateStorage(set *appsv1.StatefulSet) (resource.Quantity, bool) {
-	for _, t := range set.Spec.VolumeClaimTemplates {
-		if t.Name == database.ClaimTemplate {
-			q, ok := t.Spec.Resources.Requests[corev1.ResourceStorage]
-			return q, ok
-		}
-	}
-	return resource.Quantity{}, false
 }
 
 // claimHolds: the claim is bound, and asks for and has at least want.

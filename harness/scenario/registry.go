@@ -54,8 +54,12 @@ func FaultNames() []string { return slices.Sorted(maps.Keys(registry)) }
 
 // Faults builds a spec file's faults, each an entry such as {fault:
 // ScaleChange, field: spec.replicas, max: 4}. Bursts come last: one with
-// no `of` draws from the other entries' user changes.
+// no `of` draws from the other entries' user changes. No entries is nil:
+// the harness's default faults.
 func Faults(entries []map[string]any) ([]faults.Fault, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
 	out := make([]faults.Fault, len(entries))
 	var errs []error
 	build := func(i int, entry map[string]any, others []faults.Fault) {

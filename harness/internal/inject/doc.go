@@ -1,9 +1,12 @@
 // Package inject carries out the faults that act on the controller under
 // test itself rather than on the cluster: API errors answered to its
-// writes (APIErrors), a crash right after one of its writes
-// (CrashAfterWrite), watch streams delayed or cut (StaleWatch). One Faults
-// per case; each start of the controller is an Instance, which a crash
-// kills alone.
+// writes (APIErrors), a crash right after one of its writes of its own
+// kinds (CrashAfterWrite), watch streams delayed or cut (StaleWatch), and
+// a restarted instance's stale view of the cluster (Instance.ServeStale:
+// lists at an older resource version, watch events held). One Faults per
+// case; each start of the controller is an Instance, which a crash kills
+// alone. Faults.Acted tells when the controller first wrote one of its
+// own objects, which a case's setup waits for.
 //
 // An in-process controller's client goes through Client
 // (controller-runtime's client interceptor); a controller whose client the

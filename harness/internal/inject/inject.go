@@ -237,7 +237,9 @@ func (f *Faults) Heal() {
 
 // refusal returns the error to answer a write with, or nil to let it
 // through. A conflict answers only writes to an existing object; writes
-// outside the case's namespace go through.
+// outside the case's namespace go through, and so do lease renewals and
+// Events (see aimed): refusing a leader's renewals for seconds would end
+// its leadership, and a correct operator exits then.
 func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -246,6 +248,8 @@ func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, name s
 		if f.opts.IsCaseNamespace(namespace) {
 			f.noteForeign(verb + " " + gr.Resource + " in " + namespace)
 		}
+		return nil
+	case !f.aimed(namespace, gr):
 		return nil
 	case f.failErr == faults.Conflict && verb != "update" && verb != "patch":
 		return nil
@@ -301,16 +305,17 @@ func (f *Faults) aimed(namespace string, gr schema.GroupResource) bool {
 
 // wrote counts a write that went through (resource with its
 // subresource: "podsets/status"); it reports whether the controller dies
-// of it. A crash armed unnamed counts the aimed writes only (leases and
-// Events are renewed all the time, and a crash after one is no crash
-// between two writes of the controller's own); a crash named by its
-// resource counts that resource's writes, whatever they are.
+// of it. Writes in the case's namespace count: an unnamed crash counts the
+// aimed ones only (leases and Events are renewed all the time, and a crash
+// after one is no crash between two writes of the controller's own); a
+// crash named by its resource counts that resource's writes, a lease's
+// too.
 func (f *Faults) wrote(verb, namespace string, gr schema.GroupResource, sub string) bool {
 	resource := withSubresource(gr.Resource, sub)
 	aimed := f.aimed(namespace, gr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.crashLeft == 0 || !aimed && f.crashMatch.Resource == "" {
+	if f.crashLeft == 0 || namespace != f.opts.Namespace || !aimed && f.crashMatch.Resource == "" {
 		return false
 	}
 	f.crashSeen[verb+" "+resource]++

@@ -139,9 +139,66 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 	require.NoError(t, f.refusal("create", "kube-system", pods, ""))
 	require.NoError(t, f.refusal("create", "kp-x", pods, ""))
 	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
+	// A leader's lease renewals and its Events go through, uncounted.
+	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "leader"))
+	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, ""))
 	require.Error(t, f.refusal("create", "kp-2", pods, ""))
 	require.NoError(t, f.refusal("create", "kp-2", pods, ""), "one refusal only")
 	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.ForeignWrites())
+}
+
+// TestCrashAimsAtTheControllersKinds: an unnamed crash counts the
+// controller's writes of its own kinds in the case's namespace, not its
+// lease renewals, its Events or writes elsewhere; a crash named by its
+// resource counts that resource's writes. The first of its own writes is
+// when the controller acted.
+func TestCrashAimsAtTheControllersKinds(t *testing.T) {
+	f := New(Options{Namespace: "ns"})
+	var named []faults.CrashAfterWriteStep
+	f.CrashAfter(faults.WriteMatch{}, 2, func(s faults.CrashAfterWriteStep) { named = append(named, s) })
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	events := schema.GroupResource{Resource: "events"}
+	newEvents := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	pods := schema.GroupResource{Resource: "pods"}
+	require.False(t, f.wrote("update", "ns", leases, ""))
+	require.False(t, f.wrote("create", "ns", events, ""))
+	require.False(t, f.wrote("create", "ns", newEvents, ""))
+	require.False(t, f.wrote("create", "other", pods, ""))
+	require.False(t, f.wrote("create", "ns", pods, ""))
+	require.False(t, f.wrote("update", "ns", leases, ""))
+	require.True(t, f.wrote("patch", "ns", pods, "status"), "the second write of its own")
+	require.Equal(t, []faults.CrashAfterWriteStep{{Verb: "patch", Resource: "pods/status", Writes: 1}}, named)
+
+	f.CrashAfter(faults.WriteMatch{Resource: "leases"}, 1, func(s faults.CrashAfterWriteStep) { named = append(named, s) })
+	require.False(t, f.wrote("update", "other", leases, ""), "named or not, only the case's namespace counts")
+	require.True(t, f.wrote("update", "ns", leases, ""), "named, a lease renewal counts")
+
+	select {
+	case <-f.Acted():
+		t.Fatal("acted before any write went through a connection")
+	default:
+	}
+	for _, c := range []struct {
+		method, path string
+		acted        bool
+	}{
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/leader", false},
+		{"POST", "/api/v1/namespaces/ns/events", false},
+		{"GET", "/api/v1/namespaces/ns/pods", false},
+		{"POST", "/api/v1/namespaces/other/pods", false},
+		{"POST", "/api/v1/namespaces/ns/pods", true},
+	} {
+		req, err := http.NewRequest(c.method, "https://127.0.0.1:6443"+c.path, nil)
+		require.NoError(t, err)
+		f.noteAct(req)
+		acted := false
+		select {
+		case <-f.Acted():
+			acted = true
+		default:
+		}
+		require.Equal(t, c.acted, acted, "%s %s", c.method, c.path)
+	}
 }
 
 // TestWatchStreamsLeaveNothingBehind: every way a watch stream ends (the

@@ -165,7 +165,7 @@ func oldestServed(rt http.RoundTripper, req *http.Request, rv uint64) (uint64, e
 		return 0, fmt.Errorf("the current list was answered %d", code)
 	}
 	lo := rv // answered 410
-	for hi-lo > 1 {
+	for hi > lo+1 {
 		mid := lo + (hi-lo)/2
 		_, code, err := probe(strconv.FormatUint(mid, 10))
 		switch {
@@ -173,8 +173,10 @@ func oldestServed(rt http.RoundTripper, req *http.Request, rv uint64) (uint64, e
 			return 0, err
 		case code == http.StatusGone:
 			lo = mid
-		default:
+		case code == http.StatusOK:
 			hi = mid
+		default:
+			return 0, fmt.Errorf("a list at resource version %d was answered %d", mid, code)
 		}
 	}
 	return hi, nil

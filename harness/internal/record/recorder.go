@@ -439,17 +439,6 @@ func (r *Recorder) SinceLastWrite() time.Duration {
 	return r.clock.Since(r.lastWrite)
 }
 
-// Latest is the last state observed; zero before the first change.
-func (r *Recorder) Latest() properties.State {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buildStates()
-	if len(r.states) == 0 {
-		return properties.State{}
-	}
-	return r.states[len(r.states)-1]
-}
-
 // Current returns the objects now observed.
 func (r *Recorder) Current() []*unstructured.Unstructured {
 	r.mu.Lock()
