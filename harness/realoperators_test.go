@@ -217,19 +217,18 @@ func TestStaleRestart(t *testing.T) {
 			sightings = append(sightings, sighting{n, time.Now(), rv})
 		}}).setup(mgr, opts)
 	})
-	// Settles of 2 s of quiet: the label change (the controller writes
-	// nothing for it) settles about 2 s after it, so a view 3 s old is
-	// from before it, and from after the setup's pods and status were
-	// written: the view has the Widget, without its label.
-	spec.SettleQuiet = 2 * time.Second
-	const stale = 3 * time.Second
-	plan := []faults.Step{faults.UserChangeStep{Name: "LabelChange", Patch: `{"metadata":{"labels":{"tier":"gold"}}}`},
-		faults.ControllerRestartStep{StaleMs: int(stale.Milliseconds())}}
-	rep, err := harness.Run(context.Background(), env, spec, plan)
+	// Settles of 3 s of quiet: the label change (the controller writes
+	// nothing for it) settles 3 s after it, so a view 5.5 s old is from
+	// before it (with 2.5 s to spare on a loaded machine), and from after
+	// the fixture was created (the setup took its pods' starts and 3 s of
+	// quiet): the view has the Widget, without its label.
+	spec.SettleQuiet = staleTestQuiet
+	const stale = staleTestLag
+	rep, err := harness.Run(context.Background(), env, spec, staleTestPlan)
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
 	require.False(t, rep.Failed(), "failures: %+v\ntimeline:\n%s", rep.Failures, timeline)
-	m := regexp.MustCompile(`served the cluster as it was 3s ago \(resource version (\d+)\)`).FindStringSubmatch(timeline)
+	m := staleTestView.FindStringSubmatch(timeline)
 	require.NotNil(t, m, timeline)
 	view, _ := strconv.ParseUint(m[1], 10, 64)
 	var restart time.Time
@@ -256,19 +255,31 @@ func TestStaleRestart(t *testing.T) {
 	require.Positive(t, newer, "the new instance caught up after the view\n%s", timeline)
 }
 
+// The stale restart's tests: a label change (the controller writes
+// nothing for it), then a restart served the view of staleTestLag ago, in
+// settles of staleTestQuiet (see TestStaleRestart).
+const (
+	staleTestQuiet = 3 * time.Second
+	staleTestLag   = 5500 * time.Millisecond
+)
+
+var (
+	staleTestPlan = []faults.Step{faults.UserChangeStep{Name: "LabelChange", Patch: `{"metadata":{"labels":{"tier":"gold"}}}`},
+		faults.ControllerRestartStep{StaleMs: int(staleTestLag.Milliseconds())}}
+	staleTestView = regexp.MustCompile(`served the cluster as it was 5.5s ago \(resource version (\d+)\)`)
+)
+
 // testStaleRestartProcess: the same through a binary's proxy: the first
 // Widget the new process reconciles is its view's, a later one newer.
 func testStaleRestartProcess(t *testing.T) {
 	spec := widgetSpec(false)
 	spec.Controller = widgetProcess("-seen")
-	spec.SettleQuiet = 2 * time.Second
-	plan := []faults.Step{faults.UserChangeStep{Name: "LabelChange", Patch: `{"metadata":{"labels":{"tier":"gold"}}}`},
-		faults.ControllerRestartStep{StaleMs: 3000}}
-	rep, err := harness.Run(context.Background(), env, spec, plan)
+	spec.SettleQuiet = staleTestQuiet
+	rep, err := harness.Run(context.Background(), env, spec, staleTestPlan)
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
 	require.False(t, rep.Failed(), "failures: %+v\ntimeline:\n%s", rep.Failures, timeline)
-	m := regexp.MustCompile(`served the cluster as it was 3s ago \(resource version (\d+)\)`).FindStringSubmatch(timeline)
+	m := staleTestView.FindStringSubmatch(timeline)
 	require.NotNil(t, m, timeline)
 	view, _ := strconv.ParseUint(m[1], 10, 64)
 	log, err := os.ReadFile(filepath.Join(env.Cluster.Dir(), "controller-"+rep.Namespace+".log"))
