@@ -44,9 +44,9 @@ func TestBurst(t *testing.T) {
 	_, err = DecodeStep(map[string]any{"fault": "Burst"}, Catalog())
 	require.ErrorContains(t, err, "it has no steps")
 
-	// The shrinker: no gap, each change dropped, the burst split into
-	// settled steps.
-	require.Equal(t, []Step{BurstStep{Steps: b.Steps}, scale(2), scale(5)}, Simpler(b))
+	// The shrinker: each change dropped, the burst split into settled
+	// steps.
+	require.Equal(t, []Step{scale(2), scale(5)}, Simpler(b))
 	require.Equal(t, [][]Step{{NodeLossStep{}, scale(5), scale(2)}}, SplitBursts([]Step{NodeLossStep{}, b}))
 
 	// Applied one after another, GapMs apart, no settle between (a

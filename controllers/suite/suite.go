@@ -130,9 +130,11 @@ func Targets() []Target {
 		{Name: "resizemarksfirst", Spec: DatabaseSpec(resizemarksfirst.New), Property: "converges", MinSteps: 2, ExpectSteps: 3,
 			Reveal: []string{"CrashAfterWrite", "StorageChange"}},
 		// Stale state: a restart whose view lags into the old Database's
-		// deletion, after the user re-created it.
-		{Name: "cleanupbyname", Spec: DatabaseSpec(cleanupbyname.New), Property: "claims-kept", MinSteps: 2, ExpectSteps: 3,
-			Reveal: []string{"Recreate", "ControllerRestart"}},
+		// deletion (3 s of its members' shutdown), after the user
+		// re-created it: a drawn lag of 0.5-10 s lands there about one
+		// time in five (the 19th plan of seed 1).
+		expect(Target{Name: "cleanupbyname", Spec: DatabaseSpec(cleanupbyname.New), Property: "claims-kept", MinSteps: 2,
+			Reveal: []string{"Recreate", "ControllerRestart"}}, 3, 40),
 		// Unobserved state: two replica changes faster than it looks.
 		{Name: "observedafter", Spec: DatabaseSpec(observedafter.New), Property: "converges", MinSteps: 1, ExpectSteps: 2,
 			Reveal: []string{"Burst"}},
