@@ -38,7 +38,9 @@ func (s ControllerRestartStep) Simpler() []Step {
 }
 
 // ControllerRestart is the controller-restart fault: half of its steps
-// serve the new instance a stale view, from half a second to 10 s old.
+// serve the new instance a stale view, from half a second to 6 s old: as
+// far back as a step or two, whose intermediate states a stale view
+// shows.
 func ControllerRestart() Fault { return controllerRestart{} }
 
 type controllerRestart struct{}
@@ -50,7 +52,7 @@ func (controllerRestart) Steps(Config) *rapid.Generator[Step] {
 		if !rapid.Bool().Draw(t, "stale") {
 			return ControllerRestartStep{}
 		}
-		return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 20, "halfSeconds")}
+		return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
 	})
 }
 

@@ -357,9 +357,26 @@ func amount(t *rapid.T, lo, hi int64, near []int64, label string) int64 {
 		}
 	}
 	if rapid.Bool().Draw(t, label+" at an edge") {
-		return rapid.SampledFrom(edges).Draw(t, label)
+		return edges[fairIndex(t, len(edges), label+" edge")]
 	}
 	return rapid.Int64Range(lo, hi).Draw(t, label)
+}
+
+// fairIndex draws an index below n (at most 4) from fair coin flips:
+// rapid's integers favour the small ones, which would make the last edges
+// rarer than a uniform draw of the value.
+func fairIndex(t *rapid.T, n int, label string) int {
+	if n <= 1 {
+		return 0
+	}
+	i := 0
+	if rapid.Bool().Draw(t, label+" high") && n > 2 {
+		i = 2
+	}
+	if rapid.Bool().Draw(t, label+" odd") {
+		i++
+	}
+	return i % n
 }
 
 // amountIn is amount for ints, with no value to be near.

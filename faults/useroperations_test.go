@@ -89,7 +89,7 @@ func TestRecreateAndStaleRestart(t *testing.T) {
 	for seed := range 200 {
 		if s := ControllerRestart().Steps(Config{}).Example(seed).(ControllerRestartStep); s.StaleMs > 0 {
 			stale++
-			require.LessOrEqual(t, s.StaleMs, 10000)
+			require.LessOrEqual(t, s.StaleMs, 6000)
 		}
 	}
 	require.InDelta(t, 100, stale, 30, "about half of the restarts are stale")
