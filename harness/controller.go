@@ -204,6 +204,12 @@ func (q *recordingQueue) Get() (reconcile.Request, bool) {
 	return item, shutdown
 }
 
+// Add is an event's: the next reconcile of item answers news.
+func (q *recordingQueue) Add(item reconcile.Request) {
+	q.rec.Added(q.name, item.String())
+	q.TypedRateLimitingInterface.Add(item)
+}
+
 func (q *recordingQueue) AddRateLimited(item reconcile.Request) {
 	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRateLimited, 0)
 	q.TypedRateLimitingInterface.AddRateLimited(item)

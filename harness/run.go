@@ -202,6 +202,9 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 			c.recorder.InjectedRequest(req)
 		},
 		Crashed: c.crashed,
+		Delivered: func(at time.Time) {
+			c.recorder.Event(properties.Event{At: at, Kind: properties.DeliveryEvent, Name: "watch events held back delivered"})
+		},
 	})
 	c.verdicts = make([]properties.Verdict, len(spec.Properties))
 	ctx = withCase(ctx, c)

@@ -73,9 +73,10 @@ type boundedBackoff struct{ opts BackoffOptions }
 
 // news are the times, sorted, of the writes by other API users to the
 // resources the controller writes itself: the objects it manages, which
-// its informers watch. (The audit log has no reads to tell what else it
-// watches.) Events and leases are not among them: the controller posts
-// Events and renews its leader lease, but no informer of it acts on other
+// its informers watch (the audit log has no reads to tell what else it
+// watches), and the deliveries of watch events the harness held back.
+// Events and leases are not among them: the controller posts Events and
+// renews its leader lease, but no informer of it acts on other
 // components' Events or leases.
 type news []time.Time
 
@@ -90,6 +91,11 @@ func newsOf(tr *Trace) news {
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller && isWrite(r.Verb) && managed[r.Resource] && r.Code < 300 {
 			out = append(out, r.At)
+		}
+	}
+	for _, e := range tr.Events {
+		if e.Kind == DeliveryEvent {
+			out = append(out, e.At)
 		}
 	}
 	slices.SortFunc(out, time.Time.Compare)
@@ -116,6 +122,9 @@ type attempt struct {
 	failed bool
 	// conflict: a request refused with 409, what a retry helper retries.
 	conflict bool
+	// news: made by a reconcile that answered news (Reconcile.News): no
+	// retry, whether it failed or not.
+	news bool
 }
 
 func (p boundedBackoff) Check(tr *Trace) Verdict {
@@ -180,7 +189,7 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 	for _, a := range attempts {
 		// News ends a streak; not one of replacements, which always
 		// follow news (the pod's crash).
-		if !a.failed || len(streak) > 0 && !t.replacements && news.between(streak[len(streak)-1].at, a.at) {
+		if !a.failed || len(streak) > 0 && !t.replacements && (a.news || news.between(streak[len(streak)-1].at, a.at)) {
 			if v, bad := judge(); bad {
 				return v, true
 			}
@@ -284,10 +293,9 @@ func reconcileStartsOf(rs []Reconcile) reconcileStarts {
 	return out
 }
 
-// runningAt names the reconcile that started last at or before t (its
-// controller and key), "" when none did: with one worker, the one
-// running.
-func (rs reconcileStarts) runningAt(t time.Time) string {
+// latestAt is the reconcile that started last at or before t: with one
+// worker, the one running then.
+func (rs reconcileStarts) latestAt(t time.Time) (Reconcile, bool) {
 	i, _ := slices.BinarySearchFunc(rs, t, func(r Reconcile, t time.Time) int {
 		if r.At.After(t) {
 			return 1
@@ -295,9 +303,24 @@ func (rs reconcileStarts) runningAt(t time.Time) string {
 		return -1
 	})
 	if i == 0 {
-		return ""
+		return Reconcile{}, false
 	}
-	return rs[i-1].Controller + "\x00" + rs[i-1].Key
+	return rs[i-1], true
+}
+
+// runningAt names the reconcile running at t (its controller and key), ""
+// when none is known.
+func (rs reconcileStarts) runningAt(t time.Time) string {
+	if r, ok := rs.latestAt(t); ok {
+		return r.Controller + "\x00" + r.Key
+	}
+	return ""
+}
+
+// newsAt reports whether the reconcile running at t answered news.
+func (rs reconcileStarts) newsAt(t time.Time) bool {
+	r, ok := rs.latestAt(t)
+	return ok && r.News
 }
 
 // startedIn reports whether the reconcile named key started again in
@@ -408,8 +431,9 @@ func attemptsByTarget(tr *Trace) []target {
 		return i
 	}
 	for _, r := range tr.Reconciles {
-		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0)}, true)
+		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0), news: r.News}, true)
 	}
+	reconciles := reconcileStartsOf(tr.Reconciles)
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" {
 			continue
@@ -425,7 +449,7 @@ func attemptsByTarget(tr *Trace) []target {
 		}
 		// Deleting what is already gone reached the goal.
 		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
-		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed, conflict: r.Code == 409}, false)
+		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed, conflict: r.Code == 409, news: reconciles.newsAt(r.At)}, false)
 		if owner := replacedFailingPod(tr, r, lastPods); owner != "" {
 			out[add("replacement of the failing pods of "+owner, "replacement of the failing pods of "+owner, attempt{at: r.At, failed: true}, false)].replacements = true
 		}

@@ -161,3 +161,24 @@ func TestEventsAreNoNews(t *testing.T) {
 	v := BoundedBackoff(BackoffOptions{}).Check(&Trace{Start: t0, Controller: "op", Requests: reqs, End: at(s), Final: true})
 	require.EqualError(t, v.Err, "bounded-backoff: update databases db retried without backing off")
 }
+
+// TestReconcilesForNewsAreNoRetries: a flood of events (watch events the
+// harness held back, delivered at once) makes a reconcile per event, and
+// each fails while the API refuses writes: the controller answers news,
+// it does not retry. The same reconciles as the work queue's retries,
+// with no back-off, fail.
+func TestReconcilesForNewsAreNoRetries(t *testing.T) {
+	trace := func(news bool) *Trace {
+		var rs []Reconcile
+		var reqs []Request
+		for i := range 18 {
+			d := time.Duration(i) * 250 * time.Microsecond
+			rs = append(rs, Reconcile{At: at(d), Controller: "database", Key: "ns/db", Err: "429", News: news})
+			reqs = append(reqs, Request{At: at(d + 100*time.Microsecond), User: "op", Verb: "update", Resource: "databases", Subresource: "status", Name: "db", Code: 429})
+		}
+		return &Trace{Start: t0, Controller: "op", Reconciles: rs, Requests: reqs, End: at(s), Final: true}
+	}
+	v := BoundedBackoff(BackoffOptions{}).Check(trace(true))
+	require.NoError(t, v.Err, v.Detail)
+	require.EqualError(t, BoundedBackoff(BackoffOptions{}).Check(trace(false)).Err, "bounded-backoff: reconcile of db retried without backing off")
+}

@@ -184,6 +184,10 @@ type Reconcile struct {
 	Err          string // empty on success
 	Requeue      bool
 	RequeueAfter time.Duration
+	// News: the key was added for an event since the last reconcile of
+	// it began, so this one is the controller's answer to news, not a
+	// retry (an informer's events bypass the work queue's back-off).
+	News bool
 }
 
 // Exec is one command run in a container through pods/exec, as the
@@ -205,13 +209,18 @@ type Panic struct {
 	Stack string
 }
 
-// EventKind tells what drove the system: a fault, or the user.
+// EventKind tells what drove the system: a fault, the user, or news
+// that reached the controller late.
 type EventKind string
 
 // The kinds of Event.
 const (
 	FaultEvent EventKind = "fault"
 	UserEvent  EventKind = "user"
+	// DeliveryEvent: watch events the harness held back (StaleWatch, a
+	// stale view) reached the controller: news to it, though the writes
+	// they tell of are older.
+	DeliveryEvent EventKind = "delivery"
 )
 
 // Event is one fault step or user change, as applied.

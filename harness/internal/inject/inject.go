@@ -59,7 +59,15 @@ type Options struct {
 	// Crashed is called when a CrashAfterWrite killed an instance, to
 	// start its successor.
 	Crashed func()
+	// Delivered is told, at most every deliveredEvery, that watch events
+	// held back reached the controller: news to it.
+	Delivered func(time.Time)
 }
+
+// deliveredEvery is the least time between two calls of
+// Options.Delivered: a stale view's end delivers hundreds of chunks at
+// once, and a controller answers each at once.
+const deliveredEvery = time.Millisecond
 
 // Faults are the faults that act on the controller under test: errors
 // answered to its writes, a crash right after one of its writes, a
@@ -108,6 +116,9 @@ func New(opts Options) *Faults {
 	}
 	if opts.Crashed == nil {
 		opts.Crashed = func() {}
+	}
+	if opts.Delivered == nil {
+		opts.Delivered = func(time.Time) {}
 	}
 	return &Faults{opts: opts, watches: map[*delayedBody]bool{}, instances: map[*Instance]bool{}, acted: make(chan struct{})}
 }
@@ -617,7 +628,10 @@ func (b *delayedBody) deliver() {
 		}
 		_, err := b.in.Write(c.data)
 		if held {
-			b.f.heldDelivered.Store(time.Now().UnixNano())
+			now := time.Now()
+			if last := b.f.heldDelivered.Swap(now.UnixNano()); now.Sub(time.Unix(0, last)) >= deliveredEvery {
+				b.f.opts.Delivered(now)
+			}
 		}
 		b.f.undelivered.Add(-1)
 		if err != nil {

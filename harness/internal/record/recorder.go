@@ -43,6 +43,7 @@ type Recorder struct {
 	events     []properties.Event
 	lastWrite  time.Time
 	inflight   map[string]*inflightReconcile // by controller/key
+	added      map[string]bool               // keys added for news since their last reconcile began
 	queues     []Queue
 	opts       Options
 	clock      clock.PassiveClock
@@ -91,6 +92,7 @@ type inflightReconcile struct {
 	at      time.Time
 	outcome Outcome
 	after   time.Duration
+	news    bool
 }
 
 // New returns a recorder whose case starts now.
@@ -108,6 +110,7 @@ func New(opts Options) *Recorder {
 		objects:   map[string]*unstructured.Unstructured{},
 		resources: map[string]string{},
 		inflight:  map[string]*inflightReconcile{},
+		added:     map[string]bool{},
 		stop:      make(chan struct{}),
 	}
 }
@@ -297,10 +300,20 @@ func (r *Recorder) AddQueue(q Queue) {
 	r.mu.Unlock()
 }
 
+// Added: key was added to the controller's queue for an event (not a
+// retry): its next reconcile answers news.
+func (r *Recorder) Added(controller, key string) {
+	r.mu.Lock()
+	r.added[controller+"\x00"+key] = true
+	r.mu.Unlock()
+}
+
 // ReconcileStarted: the controller took key from its queue.
 func (r *Recorder) ReconcileStarted(controller, key string) {
 	r.mu.Lock()
-	r.inflight[controller+"\x00"+key] = &inflightReconcile{at: r.clock.Now()}
+	id := controller + "\x00" + key
+	r.inflight[id] = &inflightReconcile{at: r.clock.Now(), news: r.added[id]}
+	delete(r.added, id)
 	r.mu.Unlock()
 }
 
@@ -326,7 +339,7 @@ func (r *Recorder) ReconcileDone(controller, key string, record bool) {
 	if !record {
 		return
 	}
-	rec := properties.Reconcile{At: in.at, Controller: controller, Key: key}
+	rec := properties.Reconcile{At: in.at, Controller: controller, Key: key, News: in.news}
 	switch in.outcome {
 	case OutcomeRateLimited:
 		rec.Err, rec.Requeue = "requeued with back-off", true
