@@ -139,9 +139,11 @@ func DatabaseConverged(s properties.State) error {
 				pods[i] = pod
 			}
 		}
-		ready := 0
+		ready, blocked := 0, blockedByEarlier(set, pods)
 		for i := range replicas {
 			switch pod := pods[i]; {
+			case pod == nil && blocked:
+				continue
 			case pod == nil:
 				return fmt.Errorf("Database %s: no pod of ordinal %d", db.Name, i)
 			case leftTerminating(pod):

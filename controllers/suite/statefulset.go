@@ -100,9 +100,12 @@ func statefulSetConverged(s properties.State) error {
 				pods[i] = pod
 			}
 		}
+		blocked := blockedByEarlier(set, pods)
 		for i := range want {
 			pod := pods[i]
 			switch {
+			case pod == nil && blocked:
+				continue
 			case pod == nil:
 				return fmt.Errorf("StatefulSet %s: no pod of ordinal %d", set.Name, i)
 			case leftTerminating(pod):
@@ -125,6 +128,22 @@ func statefulSetConverged(s properties.State) error {
 		}
 	}
 	return nil
+}
+
+// blockedByEarlier: a pod of set's name left Terminating on a lost node
+// belongs to an earlier StatefulSet of the name (deleted, and created
+// again). The StatefulSet controller cannot create that ordinal (the name
+// is taken), and a failed create ends its whole sync (kube-controller-
+// manager v1.37, even with Parallel pods): the set's other missing
+// ordinals wait for the lost node's pod to go, which only an admin's
+// force-deletion does.
+func blockedByEarlier(set *appsv1.StatefulSet, pods map[int]*corev1.Pod) bool {
+	for _, pod := range pods {
+		if leftTerminating(pod) && !metav1.IsControlledBy(pod, set) {
+			return true
+		}
+	}
+	return false
 }
 
 // leftTerminating: a pod being deleted that is no longer ready, as the
