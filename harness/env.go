@@ -86,6 +86,8 @@ type Env struct {
 		transports map[http.RoundTripper]int // ticks left
 	}
 	stopOnce sync.Once
+	// references are the reference runs of MatchesReference.
+	references references
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run

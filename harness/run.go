@@ -72,13 +72,16 @@ type Report struct {
 // fixtures, the controller, the first settle), each step with the settle
 // after it, the heal and the properties' judging, and teardown.
 type Times struct {
+	// Reference is the reference run's, when the case ran one (zero when
+	// an earlier case's was reused).
+	Reference              time.Duration
 	Setup, Judge, Teardown time.Duration
 	Steps                  []time.Duration
 }
 
 // Total is the case's wall time.
 func (t Times) Total() time.Duration {
-	total := t.Setup + t.Judge + t.Teardown
+	total := t.Reference + t.Setup + t.Judge + t.Teardown
 	for _, s := range t.Steps {
 		total += s
 	}
@@ -90,7 +93,11 @@ func (t Times) String() string {
 	for i, s := range t.Steps {
 		steps[i] = fmt.Sprintf("%.1fs", s.Seconds())
 	}
-	return fmt.Sprintf("setup %.1fs, steps [%s], judge %.1fs, teardown %.1fs", t.Setup.Seconds(), strings.Join(steps, " "), t.Judge.Seconds(), t.Teardown.Seconds())
+	reference := ""
+	if t.Reference > 0 {
+		reference = fmt.Sprintf("reference %.1fs, ", t.Reference.Seconds())
+	}
+	return fmt.Sprintf("%ssetup %.1fs, steps [%s], judge %.1fs, teardown %.1fs", reference, t.Setup.Seconds(), strings.Join(steps, " "), t.Judge.Seconds(), t.Teardown.Seconds())
 }
 
 // Failure is one property that did not hold.
@@ -158,6 +165,9 @@ type caseRun struct {
 	// named are the steps that the case named as they acted, by index: a
 	// CrashAfterWrite by the write it crashed after.
 	named map[int]faults.Step
+	// reference is the case's reference run, when a property judges
+	// against one.
+	reference *properties.ReferenceRun
 }
 
 var caseSeq atomic.Int64
@@ -189,8 +199,22 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
+	// The reference run comes first: it is a case of its own.
+	var times Times
+	var reference *properties.ReferenceRun
+	var referenceLine string
+	if p := spec.referenced(); p != nil {
+		var namespace string
+		if reference, namespace, times.Reference, err = env.reference(ctx, spec, p, plan); err != nil {
+			return nil, fmt.Errorf("the reference run: %w", err)
+		}
+		referenceLine = "reference run: the one of an earlier case with these user changes"
+		if namespace != "" {
+			referenceLine = fmt.Sprintf("reference run: %s, %.1fs", namespace, times.Reference.Seconds())
+		}
+	}
 	n := caseSeq.Add(1)
-	c := &caseRun{env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
+	c := &caseRun{reference: reference, env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
 		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}}
 	// A write by the conflicting writer is an event that drives what
 	// follows it.
@@ -210,7 +234,9 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	ctx = withCase(ctx, c)
 	c.ctx = ctx
 	defer trackCase(c)()
-	var times Times
+	if referenceLine != "" {
+		c.logf("%s", referenceLine)
+	}
 	defer func() {
 		c.background.wg.Wait()
 		td := c.teardown()
@@ -496,6 +522,7 @@ func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (t
 		return nil, false, false, err
 	}
 	tr = c.recorder.Trace(requests, final)
+	tr.Reference = c.reference
 	for i, p := range c.spec.Properties {
 		if !c.verdicts[i].Done {
 			v := p.Check(tr)

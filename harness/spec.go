@@ -3,12 +3,16 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/properties"
@@ -128,10 +132,37 @@ func (s Spec) validate() error {
 		}
 		names[p.Name()] = true
 	}
+	errs = append(errs, s.validateReference()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid harness.Spec: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// validateReference checks that a property judged against a reference
+// run compares kinds the case observes.
+func (s Spec) validateReference() []error {
+	p := s.referenced()
+	if p == nil || len(p.ReferenceKinds()) == 0 {
+		return nil
+	}
+	observed := map[string]bool{"Pod": true, "PersistentVolumeClaim": true}
+	for _, f := range s.fixtureObjects() {
+		if gvk, err := apiutil.GVKForObject(f, s.Scheme); err == nil {
+			observed[gvk.Kind] = true
+		}
+	}
+	for _, gvk := range s.Watch {
+		observed[gvk.Kind] = true
+	}
+	var errs []error
+	for _, k := range p.ReferenceKinds() {
+		if !observed[k] {
+			errs = append(errs, fmt.Errorf("Spec.Properties: %s compares kind %q, which the case does not observe: add it to Spec.Watch (observed: %s)",
+				p.Name(), k, strings.Join(slices.Sorted(maps.Keys(observed)), ", ")))
+		}
+	}
+	return errs
 }
 
 // known is every fault a scenario of this spec may name: the spec's, then

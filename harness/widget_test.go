@@ -45,6 +45,9 @@ type widgetReconciler struct {
 	// objects from the API server).
 	seen  func(*unstructured.Unstructured)
 	cache client.Reader
+	// blindToPods: the controller does not watch its pods, so it does not
+	// replace one deleted until the Widget changes (a seeded bug).
+	blindToPods bool
 }
 
 const widgetFinalizer = "test.kubeprop.dev/cleanup"
@@ -62,7 +65,11 @@ func (r *widgetReconciler) setup(mgr ctrl.Manager, opts controller.Options) erro
 	r.Client, r.cache = mgr.GetClient(), mgr.GetCache()
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(widgetGVK)
-	return ctrl.NewControllerManagedBy(mgr).For(w).Owns(&corev1.Pod{}).WithOptions(opts).Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).For(w).WithOptions(opts)
+	if !r.blindToPods {
+		b = b.Owns(&corev1.Pod{})
+	}
+	return b.Complete(r)
 }
 
 func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -36,6 +36,10 @@ type Trace struct {
 	Events     []Event     // fault steps and user changes, in order
 	Execs      []Exec      // commands run in the case's containers
 
+	// Reference is the case's reference run, when a property asks for
+	// one (see MatchesReference); the harness sets it.
+	Reference *ReferenceRun
+
 	// Memo, when set, lets properties skip what they already checked on an
 	// earlier trace of the same case; the harness sets it.
 	Memo *Memo

@@ -70,7 +70,7 @@ expressions over each object of a kind:
       kind: PodSet
       expression: object.status.readyReplicas == object.spec.replicas
       within: 30s                         # converges; omit for "always"
-  properties: [bounded-backoff, no-fight-loop, quiescent, no-panics]
+  properties: [bounded-backoff, no-fight-loop, quiescent, no-panics, matches-reference]
 
 The binary connects with the kubeconfig in $KUBECONFIG; the case's
 namespace is in $KUBEPROP_NAMESPACE. Progress goes to stderr, the verdict

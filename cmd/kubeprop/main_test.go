@@ -74,7 +74,7 @@ func TestBadSpecs(t *testing.T) {
 		"not a bool":         {"", "invariants: [{name: ready, kind: PodSet, expression: 'size(pods)'}]\n", `invariant "ready": the expression yields int; it must yield a bool`},
 		"missing field":      {"", "invariants: [{name: ready, kind: PodSet, expression: 'object.status.readyReplicsa == object.spec.replicas'}]\n", `invariant "ready": object.status.readyReplicsa: PodSet has no field "readyReplicsa" under status (it has: conditions, lastReconcileTime, observedGeneration, readyReplicas, replicas); fix the expression`},
 		"bad within":         {"", "invariants: [{name: ready, kind: PodSet, within: soon, expression: 'true'}]\n", `invariant "ready": within is "soon"; give a duration such as 60s`},
-		"unknown property":   {"", "properties: [eventually-fine]\n", `unknown property "eventually-fine"; the built-in ones are bounded-backoff, no-fight-loop, no-panics, quiescent`},
+		"unknown property":   {"", "properties: [eventually-fine]\n", `unknown property "eventually-fine"; the built-in ones are bounded-backoff, matches-reference, no-fight-loop, no-panics, quiescent`},
 		"unknown key":        {"", "invariant: []\n", `is malformed: error unmarshaling JSON: while decoding JSON: json: unknown field "invariant"`},
 		"missing binary":     {"controller: {command: ./bin/no-such-controller}\n", "", `controller.command`},
 		"binary not on PATH": {"controller: {command: no-such-controller}\n", "", `controller.command "no-such-controller" is not on PATH: give its path`},

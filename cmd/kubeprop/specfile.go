@@ -52,6 +52,9 @@ var builtinProperties = map[string]func() properties.Property{
 	"no-fight-loop":   func() properties.Property { return properties.NoFightLoop(properties.FightOptions{}) },
 	"quiescent":       func() properties.Property { return properties.Quiescent(properties.QuiesceOptions{}) },
 	"no-panics":       properties.NoPanics,
+	// The end state of a case matches its reference run's: the same user
+	// changes with no fault.
+	properties.MatchesReferenceName: func() properties.Property { return properties.MatchesReference(properties.ReferenceOptions{}) },
 }
 
 // loadedSpec is a spec file made ready to run.

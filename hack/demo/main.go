@@ -9,9 +9,11 @@
 // Run it from the repository's root: make demo. Flags: -only NAME,
 // -checks (plans per controller, default 20), -shrinktime (2m), -seed,
 // -parallel (cases at once in all), -targets (controllers searched at
-// once, sharing -parallel); -seeds N measures detection over N seeds
-// instead (make bench); -memprofile FILE writes what the run still holds
-// at its end.
+// once, sharing -parallel), -reference (add matches-reference to every
+// target's properties, default true); -seeds N measures detection over N
+// seeds instead (make bench, which searches as go test does: without
+// matches-reference); -memprofile FILE writes what the run still holds at
+// its end.
 package main
 
 import (
@@ -37,6 +39,7 @@ import (
 	"github.com/kubeprop/kubeprop/controllers/suite"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 func main() {
@@ -49,6 +52,7 @@ func main() {
 	flag.DurationVar(&search.ShrinkTime, "shrinktime", 2*time.Minute, "time budget for shrinking a failure")
 	flag.IntVar(&search.Parallel, "parallel", 0, "cases run at once (0: the default)")
 	flag.IntVar(&targetsAtOnce, "targets", 4, "controllers searched at once; they share -parallel (the demo only: the bench searches one at a time)")
+	flag.BoolVar(&reference, "reference", true, "the demo only: judge every case against its reference run too (properties.MatchesReference), the oracle that needs no predicate")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
@@ -79,12 +83,23 @@ var search harness.SearchOptions
 // targetsAtOnce is how many targets the demo searches at once.
 var targetsAtOnce int
 
+// reference: the demo adds matches-reference to every target's properties.
+var reference bool
+
 // specOf is the Spec a target is searched with.
 func specOf(t suite.Target) harness.Spec {
 	if focused {
 		return t.Focused()
 	}
 	return t.Spec
+}
+
+// withReference is spec with matches-reference after its own properties:
+// a bug's own property, where both fail after the heal, is the one
+// reported.
+func withReference(spec harness.Spec) harness.Spec {
+	spec.Properties = append(slices.Clip(spec.Properties), properties.MatchesReference(properties.ReferenceOptions{}))
+	return spec
 }
 
 func run(only string, seeds int, memProfile string) (code int) {
@@ -191,7 +206,11 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 	scenarios := filepath.Join("scenarios", target.Name) // under reports/
 	opts.Dir = filepath.Join(reports, scenarios)
 	opts.OnCase = caseLines("demo: "+target.Name, nil)
-	f, err := harness.Find(env, specOf(target), "TestConformance/"+target.Name, opts)
+	spec := specOf(target)
+	if reference {
+		spec = withReference(spec)
+	}
+	f, err := harness.Find(env, spec, "TestConformance/"+target.Name, opts)
 	expected := "pass"
 	if !target.Correct() {
 		expected = fmt.Sprintf("fail %s (minimum %d steps)", target.Property, target.MinSteps)
@@ -211,7 +230,10 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 			page = f.Page
 		}
 		result, outcome := "fail "+f.Property, "caught"
-		if f.Property != target.Property || len(f.Plan) > target.ExpectSteps {
+		// The reference run's oracle catching a bug is the catch it is
+		// there for.
+		byItsProperty := f.Property == target.Property || !target.Correct() && f.Property == properties.MatchesReferenceName
+		if !byItsProperty || len(f.Plan) > target.ExpectSteps {
 			result, outcome = "UNEXPECTED: "+result, "surprise"
 		}
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",

@@ -1,0 +1,163 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/properties"
+)
+
+// The reference run (properties.MatchesReference): a case's plan with
+// every fault left out, on the same fixtures, run to a settled end. Its
+// end state is the one the case must come to.
+
+// referenceSteps are the steps of plan its reference run makes: the
+// user's changes, and another writer's (a conflicting writer's value on a
+// fixture is a desired state the controller follows); the faults are
+// left out.
+func referenceSteps(plan []faults.Step) []faults.Step {
+	var out []faults.Step
+	for _, s := range plan {
+		if faults.IsUserChange(s) || s.Fault() == "ConflictingWriter" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// referenced is the spec's property judged against a reference run, or
+// nil.
+func (s Spec) referenced() properties.Referenced {
+	for _, p := range s.Properties {
+		if r, ok := p.(properties.Referenced); ok {
+			return r
+		}
+	}
+	return nil
+}
+
+// referenceCacheSize bounds the reference runs an Env keeps.
+const referenceCacheSize = 64
+
+// references are an Env's reference runs, by property (one Spec's) and
+// the reference's plan, for its life.
+type references struct {
+	mu      sync.Mutex
+	entries map[referenceKey]*referenceEntry
+	order   []referenceKey // oldest first, for eviction
+}
+
+type referenceKey struct {
+	property properties.Referenced
+	plan     string
+}
+
+type referenceEntry struct {
+	done chan struct{}
+	run  *properties.ReferenceRun
+	err  error
+}
+
+// reference is the reference run of plan for spec's property p: the
+// cached one, or run now (a case asking for the same while it runs waits
+// for it). took is the time it ran, zero when it was cached.
+func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, namespace string, took time.Duration, err error) {
+	steps := referenceSteps(plan)
+	key := referenceKey{property: p, plan: faults.FormatPlan(steps)}
+	refs := &env.references
+	for {
+		refs.mu.Lock()
+		if refs.entries == nil {
+			refs.entries = map[referenceKey]*referenceEntry{}
+		}
+		e, ok := refs.entries[key]
+		if !ok {
+			e = &referenceEntry{done: make(chan struct{})}
+			refs.entries[key] = e
+			refs.order = append(refs.order, key)
+			if len(refs.order) > referenceCacheSize {
+				delete(refs.entries, refs.order[0])
+				refs.order = refs.order[1:]
+			}
+		}
+		refs.mu.Unlock()
+		if ok {
+			select {
+			case <-ctx.Done():
+				return nil, "", 0, ctx.Err()
+			case <-e.done:
+			}
+			if e.err == nil {
+				return e.run, "", 0, nil
+			}
+			continue // its case was cut short: run it here
+		}
+		start := time.Now()
+		e.run, namespace, e.err = runReference(ctx, env, spec, steps)
+		if e.err != nil {
+			refs.mu.Lock()
+			if refs.entries[key] == e {
+				delete(refs.entries, key)
+				refs.order = slices.DeleteFunc(refs.order, func(k referenceKey) bool { return k == key })
+			}
+			refs.mu.Unlock()
+		}
+		close(e.done)
+		return e.run, namespace, time.Since(start), e.err
+	}
+}
+
+// runReference runs steps on spec with no fault and the spec's other
+// properties, to a settled end.
+func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step) (*properties.ReferenceRun, string, error) {
+	var props []properties.Property
+	for _, p := range spec.Properties {
+		if _, ok := p.(properties.Referenced); !ok {
+			props = append(props, p)
+		}
+	}
+	spec.Properties = append(props, referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second})
+	rep, err := Run(ctx, env, spec, steps)
+	if err != nil {
+		return nil, "", err
+	}
+	ref := &properties.ReferenceRun{Trace: rep.Trace}
+	if rep.Failed() {
+		f := rep.Failures[0]
+		ref.Failed = errors.New(f.Message)
+	}
+	return ref, rep.Namespace, nil
+}
+
+// referenceSettled holds a reference run until its objects have seen no
+// write for quiet after the heal (or within has passed): its end state is
+// then the one to compare with. It never fails.
+type referenceSettled struct{ quiet, within time.Duration }
+
+func (referenceSettled) Name() string             { return "reference-settled" }
+func (p referenceSettled) Horizon() time.Duration { return p.within }
+func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
+	if tr.Healed.IsZero() {
+		return properties.Verdict{Detail: "faults not healed yet"}
+	}
+	last := tr.Healed
+	for _, w := range tr.Writes {
+		last = maxTime(last, w.At)
+	}
+	if quiet := tr.End.Sub(last); quiet >= p.quiet || tr.Final {
+		return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
+	}
+	return properties.Verdict{Detail: "writes go on"}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

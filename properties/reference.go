@@ -1,0 +1,521 @@
+package properties
+
+import (
+	"fmt"
+	"iter"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ReferenceOptions configures MatchesReference. Zero values take the
+// defaults.
+type ReferenceOptions struct {
+	// Kinds are the kinds compared (as "StatefulSet"), with the objects
+	// they own through owner references, and the claims. Empty: every
+	// observed object.
+	Kinds []string
+	// Ignore are more fields to leave out, in the syntax of Write.Field
+	// (status.phase, metadata.labels[app.kubernetes.io/name]), of every
+	// kind that has them. A path that matches nothing in a case is said
+	// once in the verdict's detail.
+	Ignore []string
+	// Within is the deadline after the faults heal. Zero means 30 s.
+	Within time.Duration
+	// Stable is how long the case must then keep matching. Zero means 2 s.
+	Stable time.Duration
+}
+
+// ReferenceRun is a case's reference: the same fixtures and the same user
+// changes (and other writers' changes), with no fault, run to a settled
+// end.
+type ReferenceRun struct {
+	// Trace is the reference run's; its last state is the end state the
+	// case is compared with.
+	Trace *Trace
+	// Failed is set when a property failed on the reference run itself:
+	// the controller fails without faults.
+	Failed error
+}
+
+// Referenced is a property judged against its case's reference run
+// (Trace.Reference): the harness runs one for every case of a spec that
+// has such a property.
+type Referenced interface {
+	Property
+	// ReferenceKinds are the kinds the property compares; nil means
+	// every kind observed.
+	ReferenceKinds() []string
+	// judgesReference keeps the interface to this package's properties:
+	// the harness caches reference runs by property.
+	judgesReference()
+}
+
+// MatchesReference holds when, after the faults heal, the case's objects
+// come to match the end state of its reference run within opts.Within and
+// keep matching for opts.Stable: a differential oracle that needs no
+// predicate of the user's (Sieve's, OSDI'22). The faults may change how
+// the controller gets there, not where it ends.
+//
+// What differs between any two healthy runs is left out: UIDs, resource
+// versions, generations and observedGeneration, managedFields, times (any
+// RFC 3339 string), generated name suffixes (objects of a generateName are
+// compared as a group), the case's namespace and node names in values,
+// pod IPs and node names, cluster IPs and bound volume names, restart
+// counts and containers' last states, and Deployments' revision
+// annotations. Objects still being deleted when the case ends (a pod on a
+// lost node, a claim whose pod still runs) are in neither run's
+// comparison, and the status of their owners is not compared: no
+// controller can finish such a deletion.
+//
+// Its message names the objects and fields that differ; its detail holds
+// the go-cmp diff (-reference +case).
+func MatchesReference(opts ReferenceOptions) Property {
+	if opts.Within == 0 {
+		opts.Within = 30 * time.Second
+	}
+	if opts.Stable == 0 {
+		opts.Stable = 2 * time.Second
+	}
+	p := &matchesReference{opts: opts}
+	for _, path := range opts.Ignore {
+		p.ignore = append(p.ignore, splitField(path))
+	}
+	return p
+}
+
+type matchesReference struct {
+	opts   ReferenceOptions
+	ignore [][]string // opts.Ignore, split
+}
+
+// MatchesReferenceName is MatchesReference's name.
+const MatchesReferenceName = "matches-reference"
+
+func (*matchesReference) Name() string               { return MatchesReferenceName }
+func (p *matchesReference) Horizon() time.Duration   { return p.opts.Within + p.opts.Stable }
+func (p *matchesReference) ReferenceKinds() []string { return p.opts.Kinds }
+func (*matchesReference) judgesReference()           {}
+
+func (p *matchesReference) Check(tr *Trace) Verdict {
+	switch {
+	case tr.Healed.IsZero():
+		return pending("faults not healed yet")
+	case tr.Reference == nil:
+		if tr.Final {
+			return fail(fmt.Errorf("%s: the case has no reference run", MatchesReferenceName), "the harness ran none")
+		}
+		return pending("no reference run yet")
+	case tr.Reference.Failed != nil:
+		return fail(fmt.Errorf("%s: the reference run failed: %w", MatchesReferenceName, tr.Reference.Failed),
+			"the controller fails with the user changes alone, without faults")
+	}
+	first := max(tr.stateAt(tr.Healed), 0)
+	if first >= len(tr.States) || len(tr.Reference.Trace.States) == 0 {
+		return p.late(tr, "no state observed", "")
+	}
+	// Leave out what either end holds in deletion, from both.
+	newest := tr.States[len(tr.States)-1]
+	refState := tr.Reference.Trace.States[len(tr.Reference.Trace.States)-1]
+	heldKeys, owners := held(newest, refState)
+	used := map[int]bool{}
+	want := p.snapshot(refState, heldKeys, owners, used)
+	got := p.snapshot(newest, heldKeys, owners, used)
+	unused := p.unused(used)
+	if !cmp.Equal(want, got) {
+		return p.late(tr, differences(want, got), cmp.Diff(want, got)+unused)
+	}
+	// Matching now: since when? Scan back no further than Stable.
+	since := tr.Healed
+	for i := len(tr.States) - 2; i >= first; i-- {
+		if tr.States[i+1].At.Before(tr.End.Add(-p.opts.Stable)) {
+			since = tr.States[i+1].At
+			break
+		}
+		if !cmp.Equal(want, p.snapshot(tr.States[i], heldKeys, owners, used)) {
+			since = tr.States[i+1].At
+			break
+		}
+	}
+	took := max(since.Sub(tr.Healed), 0)
+	if tr.End.Sub(since) >= p.opts.Stable || tr.Final {
+		return pass("matches the reference %v after the heal%s", took, unused)
+	}
+	return pending("matches the reference since %v after the heal", took)
+}
+
+// late judges a case whose newest state differs from the reference's.
+func (p *matchesReference) late(tr *Trace, what, diff string) Verdict {
+	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
+		return fail(fmt.Errorf("%s: the end state differs from the reference run's (the same user changes, no faults): %s", MatchesReferenceName, what),
+			"-reference +case:\n%s", clip(diff, 8000))
+	}
+	return pending("differs from the reference: %s", what)
+}
+
+func (p *matchesReference) unused(used map[int]bool) string {
+	var out []string
+	for i, path := range p.opts.Ignore {
+		if !used[i] {
+			out = append(out, path)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; Ignore paths that matched nothing: %s", strings.Join(out, ", "))
+}
+
+// ignoredFields are left out wherever they appear: they differ between
+// any two healthy runs.
+var ignoredFields = map[string]bool{
+	"uid": true, "resourceVersion": true, "generation": true, "managedFields": true, "selfLink": true,
+	"observedGeneration": true, "collisionCount": true,
+	"restartCount": true, "lastState": true, "containerID": true, "imageID": true,
+	"podIP": true, "podIPs": true, "hostIP": true, "hostIPs": true, "nodeName": true,
+	"clusterIP": true, "clusterIPs": true, "volumeName": true,
+	"deletionTimestamp": true, "deletionGracePeriodSeconds": true,
+}
+
+// ignoredAnnotations count a history, not a state.
+var ignoredAnnotations = []string{"deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history"}
+
+// objectKey names an object the same way in every run: its kind and its
+// name, or its generateName and a star.
+func objectKey(o *unstructured.Unstructured) string {
+	if g := o.GetGenerateName(); g != "" {
+		return o.GetKind() + " " + g + "*"
+	}
+	return o.GetKind() + " " + o.GetName()
+}
+
+// held are the keys of the objects either state holds in deletion (named
+// ones only: an object of a generateName is one of a group), and owners
+// the keys of their owners, up the chain: their status cannot settle.
+func held(states ...State) (held, owners map[string]bool) {
+	held, owners = map[string]bool{}, map[string]bool{}
+	for _, s := range states {
+		for _, o := range s.Objects {
+			if o.GetDeletionTimestamp() != nil && o.GetGenerateName() == "" {
+				held[objectKey(o)] = true
+			}
+		}
+	}
+	for _, s := range states {
+		byName := map[string]*unstructured.Unstructured{}
+		for _, o := range s.Objects {
+			byName[o.GetKind()+" "+o.GetName()] = o
+		}
+		for _, o := range s.Objects {
+			if o.GetDeletionTimestamp() == nil && !held[objectKey(o)] {
+				continue
+			}
+			for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
+				for _, ref := range next[0].GetOwnerReferences() {
+					if owner := byName[ref.Kind+" "+ref.Name]; owner != nil && !owners[objectKey(owner)] {
+						owners[objectKey(owner)] = true
+						next = append(next, owner)
+					}
+				}
+			}
+		}
+	}
+	return held, owners
+}
+
+// snapshot is a state made comparable with another run's: the compared
+// objects, normalized, by key (a generateName's group sorted).
+func (p *matchesReference) snapshot(s State, held, statusHeld map[string]bool, used map[int]bool) map[string][]any {
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range s.Objects {
+		byName[o.GetKind()+" "+o.GetName()] = o
+	}
+	ns := ""
+	generated := map[string]string{}
+	for _, o := range s.Objects {
+		ns = o.GetNamespace()
+		if g := o.GetGenerateName(); g != "" {
+			generated[o.GetName()] = g + "*"
+		}
+	}
+	nodes := regexp.MustCompile(regexp.QuoteMeta(ns) + `-node-\d+`)
+	norm := normalizer{namespace: ns, nodes: nodes, generated: generated}
+	out := map[string][]any{}
+	for _, o := range s.Objects {
+		key := objectKey(o)
+		if held[key] || o.GetDeletionTimestamp() != nil || !p.compared(o, byName) {
+			continue
+		}
+		obj := o.DeepCopy().Object
+		if meta, ok := obj["metadata"].(map[string]any); ok {
+			delete(meta, "name")
+			delete(meta, "namespace")
+			delete(meta, "creationTimestamp")
+			if a, ok := meta["annotations"].(map[string]any); ok {
+				for _, k := range ignoredAnnotations {
+					delete(a, k)
+				}
+			}
+		}
+		if statusHeld[key] {
+			delete(obj, "status")
+		}
+		for i, path := range p.ignore {
+			if dropPath(obj, path) {
+				used[i] = true
+			}
+		}
+		out[key] = append(out[key], norm.value(obj))
+	}
+	for key, group := range out {
+		if len(group) > 1 {
+			slices.SortFunc(group, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+			out[key] = group
+		}
+	}
+	return out
+}
+
+// compared: o is of a compared kind, owned (through owner references) by
+// an object of one, or a claim.
+func (p *matchesReference) compared(o *unstructured.Unstructured, byName map[string]*unstructured.Unstructured) bool {
+	if len(p.opts.Kinds) == 0 || o.GetKind() == "PersistentVolumeClaim" {
+		return true
+	}
+	seen := map[*unstructured.Unstructured]bool{}
+	for next := []*unstructured.Unstructured{o}; len(next) > 0; {
+		cur := next[0]
+		next = next[1:]
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		if slices.Contains(p.opts.Kinds, cur.GetKind()) {
+			return true
+		}
+		for _, ref := range cur.GetOwnerReferences() {
+			if owner := byName[ref.Kind+" "+ref.Name]; owner != nil {
+				next = append(next, owner)
+			}
+		}
+	}
+	return false
+}
+
+// normalizer rewrites the values that name a run's own things.
+type normalizer struct {
+	namespace string
+	nodes     *regexp.Regexp
+	generated map[string]string // a generated name → its generateName and a star
+}
+
+func (n normalizer) value(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if ignoredFields[k] {
+				continue
+			}
+			// An empty map is as good as none (a label map emptied by an
+			// ignored path).
+			if x = n.value(x); x != nil && !isEmptyMap(x) {
+				out[k] = x
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = n.value(x)
+		}
+		return out
+	case string:
+		if g, ok := n.generated[v]; ok {
+			return g
+		}
+		if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return "<time>"
+		}
+		if n.namespace != "" && strings.Contains(v, n.namespace) {
+			v = n.nodes.ReplaceAllString(v, "<node>")
+			return strings.ReplaceAll(v, n.namespace, "<namespace>")
+		}
+		return v
+	}
+	return v
+}
+
+func isEmptyMap(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
+}
+
+// dropPath deletes path from obj, through lists; it reports whether it
+// found anything to delete.
+func dropPath(v any, path []string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		x, ok := v[path[0]]
+		if !ok {
+			return false
+		}
+		if len(path) == 1 {
+			delete(v, path[0])
+			return true
+		}
+		return dropPath(x, path[1:])
+	case []any:
+		found := false
+		for _, x := range v {
+			found = dropPath(x, path) || found
+		}
+		return found
+	}
+	return false
+}
+
+// splitField splits a field path in Write.Field's syntax: dots, and
+// brackets around a key that may hold dots.
+func splitField(path string) []string {
+	var out []string
+	for path != "" {
+		switch {
+		case path[0] == '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				end = len(path)
+			}
+			out = append(out, path[1:end])
+			path = strings.TrimPrefix(path[min(end+1, len(path)):], ".")
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			out = append(out, path[:end])
+			path = strings.TrimPrefix(path[end:], ".")
+		}
+	}
+	return out
+}
+
+// differences names what differs between two snapshots, deterministically:
+// the objects missing or extra, and the fields of the others, at most
+// eight.
+func differences(want, got map[string][]any) string {
+	var out []string
+	for _, key := range slices.Sorted(unionKeys(want, got)) {
+		w, g := want[key], got[key]
+		switch {
+		case len(g) == 0:
+			out = append(out, key+" missing")
+		case len(w) == 0:
+			out = append(out, key+" not in the reference")
+		case len(w) != len(g):
+			out = append(out, fmt.Sprintf("%s: %d objects, the reference %d", key, len(g), len(w)))
+		default:
+			var paths []string
+			for i := range w {
+				fieldDifferences("", w[i], g[i], &paths)
+			}
+			slices.Sort(paths)
+			for _, f := range slices.Compact(paths) {
+				out = append(out, key+" "+f)
+			}
+		}
+	}
+	if len(out) > 8 {
+		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
+	}
+	return strings.Join(out, "; ")
+}
+
+// unionKeys yields every key of ms once.
+func unionKeys[V any](ms ...map[string]V) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// fieldDifferences adds the paths where a and b differ: a list's items by
+// their name or type where they have one, else the list as a whole.
+func fieldDifferences(path string, a, b any, out *[]string) {
+	if cmp.Equal(a, b) {
+		return
+	}
+	join := func(k string) string {
+		if strings.ContainsAny(k, ".[]") {
+			return path + "[" + k + "]"
+		}
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch a := a.(type) {
+	case map[string]any:
+		if b, ok := b.(map[string]any); ok {
+			for _, k := range slices.Sorted(unionKeys(a, b)) {
+				fieldDifferences(join(k), a[k], b[k], out)
+			}
+			return
+		}
+	case []any:
+		if b, ok := b.([]any); ok {
+			ka, kb := itemsByKey(a), itemsByKey(b)
+			if ka != nil && kb != nil {
+				for _, k := range slices.Sorted(unionKeys(ka, kb)) {
+					fieldDifferences(path+"["+k+"]", ka[k], kb[k], out)
+				}
+				return
+			}
+		}
+	}
+	if path == "" {
+		path = "(the object)"
+	}
+	*out = append(*out, path)
+}
+
+// itemsByKey keys a list's items by name=…, or type=… (conditions), or
+// nil when they have neither.
+func itemsByKey(list []any) map[string]any {
+	out := map[string]any{}
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil
+		}
+		switch {
+		case m["name"] != nil:
+			out[fmt.Sprintf("name=%v", m["name"])] = m
+		case m["type"] != nil:
+			out[fmt.Sprintf("type=%v", m["type"])] = m
+		default:
+			return nil
+		}
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n… (cut)"
+}

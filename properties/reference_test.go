@@ -1,0 +1,185 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// runObjects are one run's objects in namespace ns: an App owning a
+// StatefulSet of two pods with a claim each, and two pods of a
+// generateName. What differs between two healthy runs differs with run:
+// UIDs, versions, times, generated suffixes, nodes, IPs, restarts.
+func runObjects(ns string, run int) []*unstructured.Unstructured {
+	meta := func(kind, name, generateName string, owner string) map[string]any {
+		m := map[string]any{"name": name, "namespace": ns, "uid": fmt.Sprintf("uid-%d-%s", run, name),
+			"resourceVersion": fmt.Sprint(100 * run), "generation": int64(run),
+			"creationTimestamp": t0.Add(time.Duration(run) * time.Minute).Format(time.RFC3339),
+			"managedFields":     []any{map[string]any{"manager": "x", "time": "t"}}}
+		if generateName != "" {
+			m["generateName"] = generateName
+		}
+		if owner != "" {
+			kind, name, _ := strings.Cut(owner, "/")
+			m["ownerReferences"] = []any{map[string]any{"kind": kind, "name": name, "uid": fmt.Sprintf("uid-%d-%s", run, name)}}
+		}
+		return m
+	}
+	pod := func(name, generateName, owner string) *unstructured.Unstructured {
+		node := fmt.Sprintf("%s-node-%d", ns, run%3)
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta("Pod", name, generateName, owner),
+			"spec": map[string]any{"nodeName": node, "containers": []any{map[string]any{"name": "app", "image": "app:1",
+				"env": []any{map[string]any{"name": "PEER", "value": "db-0.db." + ns + ".svc"}}}}},
+			"status": map[string]any{"phase": "Running", "podIP": fmt.Sprintf("10.0.0.%d", run), "startTime": t0.Format(time.RFC3339),
+				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": t0.Add(time.Duration(run) * time.Second).Format(time.RFC3339)}},
+				"containerStatuses": []any{map[string]any{"name": "app", "ready": true, "restartCount": int64(run),
+					"containerID": fmt.Sprintf("sim://%d", run), "lastState": map[string]any{"terminated": map[string]any{"exitCode": int64(137)}}}}}}}
+	}
+	claim := func(name string) *unstructured.Unstructured {
+		m := meta("PersistentVolumeClaim", name, "", "")
+		m["annotations"] = map[string]any{"volume.kubernetes.io/selected-node": fmt.Sprintf("%s-node-%d", ns, run%3)}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": m,
+			"spec":   map[string]any{"volumeName": fmt.Sprintf("pvc-%d", run), "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}},
+			"status": map[string]any{"phase": "Bound", "capacity": map[string]any{"storage": "1Gi"}}}}
+	}
+	suffix := func(i int) string { return fmt.Sprintf("web-%c%d", 'a'+run, i) }
+	return []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "test/v1", "kind": "App", "metadata": meta("App", "web", "", ""),
+			"spec":   map[string]any{"replicas": int64(2)},
+			"status": map[string]any{"readyReplicas": int64(2), "observedGeneration": int64(run), "lastUpdate": t0.Add(time.Duration(run) * time.Hour).Format(time.RFC3339Nano)}}},
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta("StatefulSet", "db", "", "App/web"),
+			"spec":   map[string]any{"replicas": int64(2), "serviceName": "db"},
+			"status": map[string]any{"readyReplicas": int64(2), "collisionCount": int64(run)}}},
+		pod("db-0", "", "StatefulSet/db"), pod("db-1", "", "StatefulSet/db"),
+		claim("data-db-0"), claim("data-db-1"),
+		pod(suffix(1), "web-", "App/web"), pod(suffix(2), "web-", "App/web"),
+	}
+}
+
+// referenceTrace is a case's trace: healed at 1 s, its states at the
+// given seconds, each the objects change makes of run 7's in kp-7 (nil:
+// as they are); its reference is run 1's in kp-1.
+func referenceTrace(end time.Duration, change func(at int, objects []*unstructured.Unstructured) []*unstructured.Unstructured, seconds ...int) *Trace {
+	tr := &Trace{Healed: at(s), End: at(end), Reference: &ReferenceRun{Trace: &Trace{States: []State{{At: t0, Objects: runObjects("kp-1", 1)}}}}}
+	for _, sec := range seconds {
+		objects := runObjects("kp-7", 7)
+		if change != nil {
+			objects = change(sec, objects)
+		}
+		tr.States = append(tr.States, State{At: at(time.Duration(sec) * s), Objects: objects})
+	}
+	return tr
+}
+
+func set(o *unstructured.Unstructured, value any, path ...string) {
+	if err := unstructured.SetNestedField(o.Object, value, path...); err != nil {
+		panic(err)
+	}
+}
+
+func TestMatchesReference(t *testing.T) {
+	p := MatchesReference(ReferenceOptions{Within: 10 * s})
+	scaledUntil := func(sec int) func(int, []*unstructured.Unstructured) []*unstructured.Unstructured {
+		return func(at int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			if at < sec {
+				set(objects[0], int64(3), "spec", "replicas")
+			}
+			return objects
+		}
+	}
+	t.Run("what differs between healthy runs is left out", func(t *testing.T) {
+		v := p.Check(referenceTrace(6*s, scaledUntil(3), 0, 2, 3))
+		require.True(t, v.Done)
+		require.NoError(t, v.Err)
+		require.Contains(t, v.Detail, "matches the reference 2s after the heal")
+	})
+	t.Run("not yet stable", func(t *testing.T) {
+		v := p.Check(referenceTrace(4*s, scaledUntil(3), 0, 2, 3))
+		require.False(t, v.Done, v.Detail)
+	})
+	t.Run("a field differs, an object is missing", func(t *testing.T) {
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			set(objects[0], int64(3), "spec", "replicas")
+			set(objects[2], "app:2", "spec", "containers") // not a list: the list as a whole differs
+			return append(objects[:5], objects[6:]...)     // no data-db-1
+		}
+		v := p.Check(referenceTrace(5*s, change, 0, 2))
+		require.False(t, v.Done, "differs, within the deadline: %s", v.Detail)
+		v = p.Check(referenceTrace(20*s, change, 0, 2))
+		require.True(t, v.Done)
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): "+
+			"App web spec.replicas; PersistentVolumeClaim data-db-1 missing; Pod db-0 spec.containers")
+		require.Contains(t, v.Detail, "-reference +case")
+		require.Contains(t, v.Detail, `"replicas": int64(2)`)
+	})
+	t.Run("a group of a generateName counts", func(t *testing.T) {
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured { return objects[:7] }
+		v := p.Check(referenceTrace(20*s, change, 0))
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): Pod web-*: 1 objects, the reference 2")
+	})
+	t.Run("held in deletion", func(t *testing.T) {
+		// db-1 is left Terminating on a lost node, and a pod of the group
+		// too (its replacement runs): their owners' status cannot settle.
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			gone := metav1.NewTime(t0)
+			objects[3].SetDeletionTimestamp(&gone)
+			set(objects[1], int64(1), "status", "readyReplicas")
+			set(objects[0], int64(1), "status", "readyReplicas")
+			held := objects[6].DeepCopy()
+			held.SetName("web-held")
+			held.SetDeletionTimestamp(&gone)
+			return append(objects, held)
+		}
+		v := p.Check(referenceTrace(20*s, change, 0))
+		require.NoError(t, v.Err, v.Detail)
+		require.True(t, v.Done)
+	})
+	t.Run("the reference run failed", func(t *testing.T) {
+		tr := referenceTrace(20*s, nil, 0)
+		tr.Reference.Failed = errors.New("converges: did not converge within 30s after the faults healed")
+		v := p.Check(tr)
+		require.EqualError(t, v.Err, "matches-reference: the reference run failed: converges: did not converge within 30s after the faults healed")
+	})
+	t.Run("no reference run", func(t *testing.T) {
+		tr := referenceTrace(20*s, nil, 0)
+		tr.Reference = nil
+		require.False(t, p.Check(tr).Done)
+		tr.Final = true
+		require.ErrorContains(t, p.Check(tr).Err, "the case has no reference run")
+	})
+	t.Run("kinds and ignored paths", func(t *testing.T) {
+		p := MatchesReference(ReferenceOptions{Kinds: []string{"StatefulSet"}, Ignore: []string{"status.phase", "metadata.labels[app.kubernetes.io/name]", "spec.nothing"}})
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			set(objects[0], int64(9), "spec", "replicas") // the App is not compared
+			set(objects[2], "Pending", "status", "phase")
+			objects[2].SetLabels(map[string]string{"app.kubernetes.io/name": "x"})
+			return objects
+		}
+		v := p.Check(referenceTrace(20*s, change, 0))
+		require.NoError(t, v.Err, v.Detail)
+		require.Contains(t, v.Detail, "Ignore paths that matched nothing: spec.nothing")
+		// A pod of the StatefulSet (owned) is compared; a claim always is.
+		change2 := func(at int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			set(objects[3], "Evicted", "status", "reason")
+			set(objects[4], "2Gi", "status", "capacity", "storage")
+			return change(at, objects)
+		}
+		v = p.Check(referenceTrace(40*s, change2, 0))
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): "+
+			"PersistentVolumeClaim data-db-0 status.capacity.storage; Pod db-1 status.reason")
+	})
+	t.Run("field paths", func(t *testing.T) {
+		require.Equal(t, []string{"metadata", "labels", "app.kubernetes.io/name"}, splitField("metadata.labels[app.kubernetes.io/name]"))
+		require.Equal(t, []string{"spec", "containers", "image"}, splitField("spec.containers.image"))
+		var paths []string
+		fieldDifferences("", map[string]any{"c": []any{map[string]any{"type": "Ready", "status": "True"}}, "a.b": int64(1)},
+			map[string]any{"c": []any{map[string]any{"type": "Ready", "status": "False"}}, "a.b": int64(2)}, &paths)
+		require.Equal(t, []string{"[a.b]", "c[type=Ready].status"}, paths)
+	})
+}
