@@ -39,6 +39,13 @@ func TestMain(m *testing.M) {
 	if !flagSet("rapid.shrinktime") {
 		_ = flag.Set("rapid.shrinktime", "2m")
 	}
+	// Three targets at a time (unless -parallel says otherwise): most of
+	// a bug's search is a deadline waited out (a convergence failure
+	// waits 30 s), so a third search costs little CPU, and two at a time
+	// made this package alone take 16 minutes.
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", "3")
+	}
 	env = harness.MustStart(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{filepath.Join("..", suite.CRDs)}})
 	code := m.Run()
 	if err := env.Stop(); err != nil {
@@ -80,7 +87,7 @@ func TestConformance(t *testing.T) {
 				harness.CheckWith(t, env, target.Spec, searchOptions())
 				return
 			}
-			// Two targets at a time (go test -parallel), the correct ones
+			// Three targets at a time (see TestMain), the correct ones
 			// first: a correct target must pass beside another's search
 			// as the bugs' searches run beside each other (a false alarm
 			// under load is a harness bug).
@@ -109,7 +116,7 @@ func TestConformance(t *testing.T) {
 
 // searchOrder puts the correct targets first, then the seeded bugs from
 // the last to the first: the stateful operator's, whose cases take
-// longest, start early, and the last pair, which alone sets how long the
+// longest, start early, and the last ones, which alone set how long the
 // test runs after the others end, is of short searches.
 func searchOrder(targets []suite.Target) []suite.Target {
 	var correct, bugs []suite.Target
@@ -136,7 +143,7 @@ func scenarioDir(target suite.Target) string {
 // bounded-backoff, whose verdict depends on the machine's speed (beside
 // another replay under -race, clientgonobackoff's thirty refused writes
 // passed once: the kubelet's pod writes, news to the controller, cut the
-// streak of retries short). Then the other bugs' two at a time (go test
+// streak of retries short). Then the other bugs' three at a time (go test
 // -parallel): most of their time is a deadline waited out.
 func TestSavedScenarios(t *testing.T) {
 	for _, target := range suite.Targets() {

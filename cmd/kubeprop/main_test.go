@@ -228,15 +228,21 @@ func TestRayOperator(t *testing.T) {
 		t.Fatalf("the ray-operator binary is missing (%v): run make bins, which builds it into bin/kuberay/v1.5.0", err)
 	}
 	const scenarios = "../../testdata/kuberay/testdata/kubeprop/raycluster/"
-	code, stdout, _ := kubeprop(t, "replay", scenarios+"pods-converge-2.yaml")
-	require.Equal(t, exitFailed, code)
-	require.Contains(t, stdout, "FAIL pods-converge: ")
-	require.Contains(t, stdout, "object.spec.workerGroupSpecs[0].replicas = 2")
-	require.Contains(t, stdout, "reproduced, as the scenario expects")
-
-	code, stdout, _ = kubeprop(t, "replay", scenarios+"status-converges-1.yaml")
-	require.Equal(t, exitFailed, code)
-	require.Contains(t, stdout, "FAIL status-converges: ")
-	require.Contains(t, stdout, "object.status.readyWorkerReplicas = 3, object.spec.workerGroupSpecs[0].replicas = 2")
-	require.Contains(t, stdout, "reproduced, as the scenario expects")
+	// Side by side: each replay waits out a convergence deadline.
+	t.Run("pods-converge", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, _ := kubeprop(t, "replay", scenarios+"pods-converge-2.yaml")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stdout, "FAIL pods-converge: ")
+		require.Contains(t, stdout, "object.spec.workerGroupSpecs[0].replicas = 2")
+		require.Contains(t, stdout, "reproduced, as the scenario expects")
+	})
+	t.Run("status-converges", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, _ := kubeprop(t, "replay", scenarios+"status-converges-1.yaml")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stdout, "FAIL status-converges: ")
+		require.Contains(t, stdout, "object.status.readyWorkerReplicas = 3, object.spec.workerGroupSpecs[0].replicas = 2")
+		require.Contains(t, stdout, "reproduced, as the scenario expects")
+	})
 }

@@ -104,8 +104,11 @@ func Targets() []Target {
 		// The overshoot depends on a reconcile falling inside the watch
 		// delay: a removal that keeps the failure may still pass once, so
 		// the shrinker stops early now and then (2 steps in make demo, 4
-		// in one go test run).
-		expect(target("stalecache", stalecache.New, "at-most-replicas", 2, "StaleWatch", "ScaleChange"), 4, 0),
+		// in one go test run). A delay right before a scale up is one plan
+		// in ten or so, and the reconcile falls inside it only now and
+		// then: seed 1 found it at plans 8, 10 and 18 alone, and beside
+		// two stateful operator searches not in 20.
+		expect(target("stalecache", stalecache.New, "at-most-replicas", 2, "StaleWatch", "ScaleChange"), 4, 60),
 		// The crash must fall between the two writes of one create: single
 		// steps dropped from a longer plan rarely keep that (the value pass
 		// now reaches 2 steps in the bench).
