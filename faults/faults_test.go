@@ -335,10 +335,16 @@ func TestVolumeGrowth(t *testing.T) {
 	pending.Status.Phase = corev1.ClaimPending
 	user := fake.NewClientBuilder().WithObjects(claim("data-web-1", "1Gi"), claim("data-web-0", "512Mi"), pending).Build()
 	f := &fakeTarget{user: user}
-	// Bound claims by name: the second is data-web-1; 3 modulo 2 is it
-	// too (the pending data-web-2 is not counted).
-	require.NoError(t, VolumeGrowthStep{Claim: 3, ByGi: 2}.Apply(ctx, f))
+	// Claims by name, bound or not (the same plan grows the same claim in
+	// every run): 4 modulo 3 is the second, data-web-1.
+	require.NoError(t, VolumeGrowthStep{Claim: 4, ByGi: 2}.Apply(ctx, f))
 	require.NoError(t, VolumeGrowthStep{Claim: 0, ByGi: 1}.Apply(ctx, f))
+	// The third is pending: the step waits for it to bind, then gives up.
+	defer func(wait time.Duration) { claimBindWait = wait }(claimBindWait)
+	claimBindWait = 200 * time.Millisecond
+	err := VolumeGrowthStep{Claim: 2, ByGi: 1}.Apply(ctx, f)
+	require.True(t, errors.Is(err, ErrNoOp), "not bound: %v", err)
+	require.ErrorContains(t, err, "claim data-web-2 is not bound")
 	var got corev1.PersistentVolumeClaim
 	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "data-web-1"}, &got))
 	require.Equal(t, "3Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())

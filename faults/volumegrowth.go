@@ -4,19 +4,25 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // VolumeGrowthStep is the user growing the storage request of the
-// Claim-th bound PersistentVolumeClaim of the namespace (by name, modulo
-// their number) by ByGi gibibytes, as one grows a StatefulSet's volume: its
-// claims are the StatefulSet controller's, made from a template that
-// cannot change, so the user edits the claim. The hollow cluster's
-// resizer grows the volume, then the claim's status.capacity.
+// Claim-th PersistentVolumeClaim of the namespace not being deleted (by
+// name, modulo their number) by ByGi gibibytes, as one grows a
+// StatefulSet's volume: its claims are the StatefulSet controller's, made
+// from a template that cannot change, so the user edits the claim. The
+// hollow cluster's resizer grows the volume, then the claim's
+// status.capacity. The claim is picked among all, bound or not, so that
+// the same plan grows the same claim in every run (a reference run's
+// too); only a bound claim's request may change, so the step waits for it
+// to bind.
 type VolumeGrowthStep struct {
 	Claim int `json:"claim"`
 	ByGi  int `json:"byGi"`
@@ -25,6 +31,10 @@ type VolumeGrowthStep struct {
 func (VolumeGrowthStep) Fault() string { return "VolumeGrowth" }
 
 var _ DesiredStateChange = VolumeGrowthStep{}
+
+// claimBindWait bounds VolumeGrowth's wait for its claim to bind (a
+// variable for the tests).
+var claimBindWait = 10 * time.Second
 
 // UserChange marks the step as the user's, not a fault's.
 func (VolumeGrowthStep) UserChange() {}
@@ -37,19 +47,29 @@ func (s VolumeGrowthStep) Apply(ctx context.Context, t Target) error {
 	if err := t.UserClient().List(ctx, &claims, client.InNamespace(t.Namespace())); err != nil {
 		return fmt.Errorf("VolumeGrowth: listing the claims: %w", err)
 	}
-	// Only a bound claim's request may change (the API server refuses
-	// others').
 	var live []corev1.PersistentVolumeClaim
 	for _, c := range claims.Items {
-		if c.DeletionTimestamp == nil && c.Status.Phase == corev1.ClaimBound {
+		if c.DeletionTimestamp == nil {
 			live = append(live, c)
 		}
 	}
 	if len(live) == 0 {
-		return noOp("no bound claim to grow")
+		return noOp("no claim to grow")
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
 	claim := live[nth(s.Claim, len(live))]
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, claimBindWait, true, func(ctx context.Context) (bool, error) {
+		err := t.UserClient().Get(ctx, client.ObjectKeyFromObject(&claim), &claim)
+		return err == nil && claim.Status.Phase == corev1.ClaimBound && claim.DeletionTimestamp == nil, client.IgnoreNotFound(err)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case wait.Interrupted(err):
+		return noOp("claim %s is not bound", claim.Name)
+	case err != nil:
+		return fmt.Errorf("VolumeGrowth: reading claim %s: %w", claim.Name, err)
+	}
 	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	size.Add(*resource.NewQuantity(int64(s.ByGi)<<30, resource.BinarySI))
 	patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"storage":%q}}}}`, size.String())

@@ -17,18 +17,35 @@ import (
 // end state is the one the case must come to.
 
 // referenceSteps are the steps of plan its reference run makes: the
-// user's changes, and another writer's (a conflicting writer's value on a
-// fixture is a desired state the controller follows); the faults are
-// left out.
-func referenceSteps(plan []faults.Step) []faults.Step {
+// user's changes; another writer's (a conflicting writer's value on a
+// fixture is a desired state the controller follows); and a node loss
+// that no later step recovers, whose pods outlast the heal on a node that
+// stays lost (a change of the world the case ends in, not a passing
+// fault: a StatefulSet's pod there is never replaced). The passing
+// faults are left out. nodes is the spec's node count.
+func referenceSteps(plan []faults.Step, nodes int) []faults.Step {
 	var out []faults.Step
-	for _, s := range plan {
-		if faults.IsUserChange(s) || s.Fault() == "ConflictingWriter" {
-			out = append(out, s)
+	for i, s := range plan {
+		switch s := s.(type) {
+		case faults.NodeLossStep:
+			recovered := slices.ContainsFunc(plan[i+1:], func(later faults.Step) bool {
+				r, ok := later.(faults.NodeRecoverStep)
+				return ok && modulo(r.Node, nodes) == modulo(s.Node, nodes)
+			})
+			if !recovered {
+				out = append(out, s)
+			}
+		default:
+			if faults.IsUserChange(s) || s.Fault() == "ConflictingWriter" {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
 }
+
+// modulo is i modulo n, from 0 to n-1 (as caseRun.node picks a node).
+func modulo(i, n int) int { return (i%n + n) % n }
 
 // referenced is the spec's property judged against a reference run, or
 // nil.
@@ -67,7 +84,7 @@ type referenceEntry struct {
 // cached one, or run now (a case asking for the same while it runs waits
 // for it). took is the time it ran, zero when it was cached.
 func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, namespace string, took time.Duration, err error) {
-	steps := referenceSteps(plan)
+	steps := referenceSteps(plan, spec.Nodes)
 	key := referenceKey{property: p, plan: faults.FormatPlan(steps)}
 	refs := &env.references
 	for {

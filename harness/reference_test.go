@@ -62,7 +62,7 @@ func TestMatchesReference(t *testing.T) {
 		f := rep.Failures[0]
 		require.Equal(t, properties.MatchesReferenceName, f.Property)
 		// Its status, written before the pods were all ready, may lag too.
-		require.Contains(t, f.Message, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): Pod web-*: 2 objects, the reference 3")
+		require.Contains(t, f.Message, "matches-reference: the end state differs from the reference run's: Pod web-*: 2 objects, the reference 3")
 		require.Contains(t, f.Detail, "-reference +case")
 	})
 	t.Run("reference fails", func(t *testing.T) {

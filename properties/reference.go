@@ -1,6 +1,7 @@
 package properties
 
 import (
+	gocmp "cmp"
 	"fmt"
 	"iter"
 	"regexp"
@@ -59,11 +60,15 @@ type Referenced interface {
 // come to match the end state of its reference run within opts.Within and
 // keep matching for opts.Stable: a differential oracle that needs no
 // predicate of the user's (Sieve's, OSDI'22). The faults may change how
-// the controller gets there, not where it ends.
+// the controller gets there, not where it ends. The reference run makes
+// the case's user changes and another writer's, and the node losses that
+// last past the heal (a change of the world, not a passing fault).
 //
-// What differs between any two healthy runs is left out: UIDs, resource
-// versions, generations and observedGeneration, managedFields, times (any
-// RFC 3339 string), generated name suffixes (objects of a generateName are
+// What differs between any two healthy runs is left out: UIDs (in values
+// too, as the object they name), resource versions, generations and
+// observedGeneration, managedFields, times (any RFC 3339 string), made-up
+// names (a generated name's random suffix, a controller's template hash
+// such as a ReplicaSet's or a ControllerRevision's: such objects are
 // compared as a group), the case's namespace and node names in values,
 // pod IPs and node names, cluster IPs and bound volume names, restart
 // counts and containers' last states, and Deployments' revision
@@ -121,10 +126,11 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 	// Leave out what either end holds in deletion, from both.
 	newest := tr.States[len(tr.States)-1]
 	refState := tr.Reference.Trace.States[len(tr.Reference.Trace.States)-1]
-	heldKeys, owners := held(newest, refState)
+	newestNames, refNames := namesOf(newest), namesOf(refState)
+	heldKeys, owners := held([]State{newest, refState}, []names{newestNames, refNames})
 	used := map[int]bool{}
-	want := p.snapshot(refState, heldKeys, owners, used)
-	got := p.snapshot(newest, heldKeys, owners, used)
+	want := p.snapshot(refState, refNames, heldKeys, owners, used)
+	got := p.snapshot(newest, newestNames, heldKeys, owners, used)
 	unused := p.unused(used)
 	if !cmp.Equal(want, got) {
 		return p.late(tr, differences(want, got), cmp.Diff(want, got)+unused)
@@ -136,7 +142,7 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 			since = tr.States[i+1].At
 			break
 		}
-		if !cmp.Equal(want, p.snapshot(tr.States[i], heldKeys, owners, used)) {
+		if !cmp.Equal(want, p.snapshot(tr.States[i], namesOf(tr.States[i]), heldKeys, owners, used)) {
 			since = tr.States[i+1].At
 			break
 		}
@@ -151,7 +157,7 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 // late judges a case whose newest state differs from the reference's.
 func (p *matchesReference) late(tr *Trace, what, diff string) Verdict {
 	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
-		return fail(fmt.Errorf("%s: the end state differs from the reference run's (the same user changes, no faults): %s", MatchesReferenceName, what),
+		return fail(fmt.Errorf("%s: the end state differs from the reference run's: %s", MatchesReferenceName, what),
 			"-reference +case:\n%s", clip(diff, 8000))
 	}
 	return pending("differs from the reference: %s", what)
@@ -181,43 +187,114 @@ var ignoredFields = map[string]bool{
 	"deletionTimestamp": true, "deletionGracePeriodSeconds": true,
 }
 
+// ignoredKinds are a history or a heartbeat, not a state: a StatefulSet's
+// ControllerRevisions (one deleted comes back only at the next sync),
+// Events, leader election's Leases.
+var ignoredKinds = map[string]bool{"ControllerRevision": true, "Event": true, "Lease": true}
+
 // ignoredAnnotations count a history, not a state.
 var ignoredAnnotations = []string{"deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history"}
 
-// objectKey names an object the same way in every run: its kind and its
-// name, or its generateName and a star.
-func objectKey(o *unstructured.Unstructured) string {
-	if g := o.GetGenerateName(); g != "" {
-		return o.GetKind() + " " + g + "*"
-	}
-	return o.GetKind() + " " + o.GetName()
+// randomChars are those of the API server's generated name suffixes and
+// of controllers' template hashes (apimachinery's rand.SafeEncodeString).
+const randomChars = "bcdfghjklmnpqrstvwxz2456789"
+
+func madeUp(suffix string, least, most int) bool {
+	return len(suffix) >= least && len(suffix) <= most && strings.Trim(suffix, randomChars) == ""
 }
 
-// held are the keys of the objects either state holds in deletion (named
-// ones only: an object of a generateName is one of a group), and owners
-// the keys of their owners, up the chain: their status cannot settle.
-func held(states ...State) (held, owners map[string]bool) {
-	held, owners = map[string]bool{}, map[string]bool{}
-	for _, s := range states {
-		for _, o := range s.Objects {
-			if o.GetDeletionTimestamp() != nil && o.GetGenerateName() == "" {
-				held[objectKey(o)] = true
+// names are what a run calls its objects, and what every run does.
+type names struct {
+	// key is an object's kind and stable name.
+	key map[*unstructured.Unstructured]string
+	// grouped: the object's name was made up for this run, so it is one
+	// of a group of its stable name.
+	grouped map[*unstructured.Unstructured]bool
+	// stable maps a made-up name (or a template hash) to its stable form.
+	stable map[string]string
+	// uids rewrites the objects' UIDs in values to their keys.
+	uids *strings.Replacer
+	// objects are the names of the state's objects: a value that is one
+	// of them, a dash and a hash names a revision of its template (a
+	// StatefulSet's currentRevision, its pods' controller-revision-hash).
+	objects map[string]bool
+}
+
+// namesOf names a state's objects stably: a generated name (a
+// generateName and the API server's 5 random characters; a StatefulSet's
+// pods have a generateName too, but are named by ordinal) is its
+// generateName and a star, a controller's name with a hash of a template
+// (a ReplicaSet's, a ControllerRevision's: the template may hold this
+// run's UIDs) its owner's name, a dash and a star.
+func namesOf(s State) names {
+	n := names{key: map[*unstructured.Unstructured]string{}, grouped: map[*unstructured.Unstructured]bool{}, stable: map[string]string{}, objects: map[string]bool{}}
+	// Hashed names first: a generated name may start with one (a
+	// ReplicaSet's pods).
+	for _, o := range s.Objects {
+		for _, ref := range o.GetOwnerReferences() {
+			if hash, ok := strings.CutPrefix(o.GetName(), ref.Name+"-"); ok && ref.Controller != nil && *ref.Controller && madeUp(hash, 5, 12) {
+				n.stable[o.GetName()], n.stable[hash] = ref.Name+"-*", "*"
+				n.grouped[o] = true
 			}
 		}
 	}
-	for _, s := range states {
+	var uids []string
+	for _, o := range s.Objects {
+		n.objects[o.GetName()] = true
+		name, g := o.GetName(), o.GetGenerateName()
+		if g != "" && strings.HasPrefix(name, g) && madeUp(name[len(g):], 5, 5) {
+			prefix := g + "*"
+			if st, ok := n.stable[strings.TrimSuffix(g, "-")]; ok {
+				prefix = st + "-*"
+			}
+			n.stable[name] = prefix
+			n.grouped[o] = true
+		}
+		n.key[o] = o.GetKind() + " " + gocmp.Or(n.stable[name], name)
+		if uid := string(o.GetUID()); uid != "" {
+			uids = append(uids, uid, "<uid of "+n.key[o]+">")
+		}
+	}
+	n.uids = strings.NewReplacer(uids...)
+	return n
+}
+
+// held are the keys of the objects either state holds in deletion (named
+// ones only: an object of a made-up name is one of a group), and owners
+// the keys of their owners, up the chain, and of the claims such a pod
+// mounts: their status cannot settle.
+func held(states []State, stateNames []names) (held, owners map[string]bool) {
+	held, owners = map[string]bool{}, map[string]bool{}
+	for i, s := range states {
+		for _, o := range s.Objects {
+			if o.GetDeletionTimestamp() != nil && !stateNames[i].grouped[o] {
+				held[stateNames[i].key[o]] = true
+			}
+		}
+	}
+	for i, s := range states {
+		key := stateNames[i].key
 		byName := map[string]*unstructured.Unstructured{}
 		for _, o := range s.Objects {
 			byName[o.GetKind()+" "+o.GetName()] = o
 		}
 		for _, o := range s.Objects {
-			if o.GetDeletionTimestamp() == nil && !held[objectKey(o)] {
+			if o.GetDeletionTimestamp() == nil && !held[key[o]] {
 				continue
+			}
+			// A pod's claims: whether a pod uses them is in their status.
+			volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumes")
+			for _, v := range volumes {
+				if claim, _, _ := unstructured.NestedString(v.(map[string]any), "persistentVolumeClaim", "claimName"); claim != "" && o.GetKind() == "Pod" {
+					if c := byName["PersistentVolumeClaim "+claim]; c != nil {
+						owners[key[c]] = true
+					}
+				}
 			}
 			for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
 				for _, ref := range next[0].GetOwnerReferences() {
-					if owner := byName[ref.Kind+" "+ref.Name]; owner != nil && !owners[objectKey(owner)] {
-						owners[objectKey(owner)] = true
+					if owner := byName[ref.Kind+" "+ref.Name]; owner != nil && !owners[key[owner]] {
+						owners[key[owner]] = true
 						next = append(next, owner)
 					}
 				}
@@ -229,25 +306,19 @@ func held(states ...State) (held, owners map[string]bool) {
 
 // snapshot is a state made comparable with another run's: the compared
 // objects, normalized, by key (a generateName's group sorted).
-func (p *matchesReference) snapshot(s State, held, statusHeld map[string]bool, used map[int]bool) map[string][]any {
+func (p *matchesReference) snapshot(s State, n names, held, statusHeld map[string]bool, used map[int]bool) map[string][]any {
 	byName := map[string]*unstructured.Unstructured{}
+	ns := ""
 	for _, o := range s.Objects {
 		byName[o.GetKind()+" "+o.GetName()] = o
-	}
-	ns := ""
-	generated := map[string]string{}
-	for _, o := range s.Objects {
 		ns = o.GetNamespace()
-		if g := o.GetGenerateName(); g != "" {
-			generated[o.GetName()] = g + "*"
-		}
 	}
 	nodes := regexp.MustCompile(regexp.QuoteMeta(ns) + `-node-\d+`)
-	norm := normalizer{namespace: ns, nodes: nodes, generated: generated}
+	norm := normalizer{namespace: ns, nodes: nodes, names: n}
 	out := map[string][]any{}
 	for _, o := range s.Objects {
-		key := objectKey(o)
-		if held[key] || o.GetDeletionTimestamp() != nil || !p.compared(o, byName) {
+		key := n.key[o]
+		if held[key] || o.GetDeletionTimestamp() != nil || ignoredKinds[o.GetKind()] || !p.compared(o, byName) {
 			continue
 		}
 		obj := o.DeepCopy().Object
@@ -310,7 +381,7 @@ func (p *matchesReference) compared(o *unstructured.Unstructured, byName map[str
 type normalizer struct {
 	namespace string
 	nodes     *regexp.Regexp
-	generated map[string]string // a generated name → its generateName and a star
+	names     names
 }
 
 func (n normalizer) value(v any) any {
@@ -333,14 +404,23 @@ func (n normalizer) value(v any) any {
 		for i, x := range v {
 			out[i] = n.value(x)
 		}
+		// Conditions come in the order they were first set, which may
+		// differ from run to run; a list of named items keeps its order.
+		if byType := conditionType(out); byType != nil {
+			slices.SortStableFunc(out, func(a, b any) int { return strings.Compare(byType(a), byType(b)) })
+		}
 		return out
 	case string:
-		if g, ok := n.generated[v]; ok {
-			return g
+		if st, ok := n.names.stable[v]; ok {
+			return st
+		}
+		if i := strings.LastIndexByte(v, '-'); i > 0 && n.names.objects[v[:i]] && madeUp(v[i+1:], 5, 12) {
+			return v[:i] + "-*"
 		}
 		if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return "<time>"
 		}
+		v = n.names.uids.Replace(v)
 		if n.namespace != "" && strings.Contains(v, n.namespace) {
 			v = n.nodes.ReplaceAllString(v, "<node>")
 			return strings.ReplaceAll(v, n.namespace, "<namespace>")
@@ -348,6 +428,18 @@ func (n normalizer) value(v any) any {
 		return v
 	}
 	return v
+}
+
+// conditionType returns the type of a list's items when each is a map
+// with a type and no name (conditions), else nil.
+func conditionType(list []any) func(any) string {
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if _, typed := m["type"].(string); !ok || !typed || m["name"] != nil {
+			return nil
+		}
+	}
+	return func(item any) string { return item.(map[string]any)["type"].(string) }
 }
 
 func isEmptyMap(v any) bool {

@@ -37,7 +37,7 @@ func runObjects(ns string, run int) []*unstructured.Unstructured {
 			"spec": map[string]any{"nodeName": node, "containers": []any{map[string]any{"name": "app", "image": "app:1",
 				"env": []any{map[string]any{"name": "PEER", "value": "db-0.db." + ns + ".svc"}}}}},
 			"status": map[string]any{"phase": "Running", "podIP": fmt.Sprintf("10.0.0.%d", run), "startTime": t0.Format(time.RFC3339),
-				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": t0.Add(time.Duration(run) * time.Second).Format(time.RFC3339)}},
+				"conditions": conditions(run),
 				"containerStatuses": []any{map[string]any{"name": "app", "ready": true, "restartCount": int64(run),
 					"containerID": fmt.Sprintf("sim://%d", run), "lastState": map[string]any{"terminated": map[string]any{"exitCode": int64(137)}}}}}}}
 	}
@@ -48,18 +48,43 @@ func runObjects(ns string, run int) []*unstructured.Unstructured {
 			"spec":   map[string]any{"volumeName": fmt.Sprintf("pvc-%d", run), "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}},
 			"status": map[string]any{"phase": "Bound", "capacity": map[string]any{"storage": "1Gi"}}}}
 	}
-	suffix := func(i int) string { return fmt.Sprintf("web-%c%d", 'a'+run, i) }
+	// Made-up names, as the API server and controllers make them.
+	suffix := func(i int) string { return "web-" + string(randomChars[run]) + string(randomChars[i]) + "xz2" }
+	revision := "db-" + strings.Repeat(string(randomChars[run]), 10)
+	revisionObject := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "ControllerRevision",
+		"metadata": meta("ControllerRevision", revision, "", "StatefulSet/db"), "revision": int64(1),
+		"data": map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"instance": fmt.Sprintf("uid-%d-web", run)}}}}}}}
+	refs, _, _ := unstructured.NestedSlice(revisionObject.Object, "metadata", "ownerReferences")
+	refs[0].(map[string]any)["controller"] = true
+	_ = unstructured.SetNestedSlice(revisionObject.Object, refs, "metadata", "ownerReferences")
+	setPod := func(p *unstructured.Unstructured) *unstructured.Unstructured {
+		p.SetGenerateName("db-") // as the StatefulSet controller makes its pods
+		p.SetLabels(map[string]string{"controller-revision-hash": revision, "instance": fmt.Sprintf("uid-%d-web", run)})
+		_ = unstructured.SetNestedSlice(p.Object, []any{map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "data-" + p.GetName()}}}, "spec", "volumes")
+		return p
+	}
 	return []*unstructured.Unstructured{
 		{Object: map[string]any{"apiVersion": "test/v1", "kind": "App", "metadata": meta("App", "web", "", ""),
 			"spec":   map[string]any{"replicas": int64(2)},
 			"status": map[string]any{"readyReplicas": int64(2), "observedGeneration": int64(run), "lastUpdate": t0.Add(time.Duration(run) * time.Hour).Format(time.RFC3339Nano)}}},
 		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta("StatefulSet", "db", "", "App/web"),
 			"spec":   map[string]any{"replicas": int64(2), "serviceName": "db"},
-			"status": map[string]any{"readyReplicas": int64(2), "collisionCount": int64(run)}}},
-		pod("db-0", "", "StatefulSet/db"), pod("db-1", "", "StatefulSet/db"),
+			"status": map[string]any{"readyReplicas": int64(2), "collisionCount": int64(run), "currentRevision": revision}}},
+		setPod(pod("db-0", "", "StatefulSet/db")), setPod(pod("db-1", "", "StatefulSet/db")),
 		claim("data-db-0"), claim("data-db-1"),
 		pod(suffix(1), "web-", "App/web"), pod(suffix(2), "web-", "App/web"),
+		revisionObject,
 	}
+}
+
+// conditions are a pod's, in an order that differs from run to run.
+func conditions(run int) []any {
+	ready := map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": t0.Add(time.Duration(run) * time.Second).Format(time.RFC3339)}
+	scheduled := map[string]any{"type": "PodScheduled", "status": "True"}
+	if run < 5 { // the reference (run 1) and the case (run 7) differ
+		return []any{ready, scheduled}
+	}
+	return []any{scheduled, ready}
 }
 
 // referenceTrace is a case's trace: healed at 1 s, its states at the
@@ -113,15 +138,17 @@ func TestMatchesReference(t *testing.T) {
 		require.False(t, v.Done, "differs, within the deadline: %s", v.Detail)
 		v = p.Check(referenceTrace(20*s, change, 0, 2))
 		require.True(t, v.Done)
-		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): "+
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: "+
 			"App web spec.replicas; PersistentVolumeClaim data-db-1 missing; Pod db-0 spec.containers")
 		require.Contains(t, v.Detail, "-reference +case")
 		require.Contains(t, v.Detail, `"replicas": int64(2)`)
 	})
 	t.Run("a group of a generateName counts", func(t *testing.T) {
-		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured { return objects[:7] }
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return append(objects[:7], objects[8:]...)
+		}
 		v := p.Check(referenceTrace(20*s, change, 0))
-		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): Pod web-*: 1 objects, the reference 2")
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: Pod web-*: 1 objects, the reference 2")
 	})
 	t.Run("held in deletion", func(t *testing.T) {
 		// db-1 is left Terminating on a lost node, and a pod of the group
@@ -131,14 +158,23 @@ func TestMatchesReference(t *testing.T) {
 			objects[3].SetDeletionTimestamp(&gone)
 			set(objects[1], int64(1), "status", "readyReplicas")
 			set(objects[0], int64(1), "status", "readyReplicas")
+			set(objects[5], "Pending", "status", "phase") // data-db-1, which the pod mounts
 			held := objects[6].DeepCopy()
-			held.SetName("web-held")
+			held.SetName("web-held2")
 			held.SetDeletionTimestamp(&gone)
 			return append(objects, held)
 		}
 		v := p.Check(referenceTrace(20*s, change, 0))
 		require.NoError(t, v.Err, v.Detail)
 		require.True(t, v.Done)
+	})
+	t.Run("history is no state", func(t *testing.T) {
+		// The ControllerRevision deleted: its name is still in values.
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return objects[:len(objects)-1]
+		}
+		v := p.Check(referenceTrace(20*s, change, 0))
+		require.NoError(t, v.Err, v.Detail)
 	})
 	t.Run("the reference run failed", func(t *testing.T) {
 		tr := referenceTrace(20*s, nil, 0)
@@ -158,7 +194,9 @@ func TestMatchesReference(t *testing.T) {
 		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
 			set(objects[0], int64(9), "spec", "replicas") // the App is not compared
 			set(objects[2], "Pending", "status", "phase")
-			objects[2].SetLabels(map[string]string{"app.kubernetes.io/name": "x"})
+			labels := objects[2].GetLabels()
+			labels["app.kubernetes.io/name"] = "x"
+			objects[2].SetLabels(labels)
 			return objects
 		}
 		v := p.Check(referenceTrace(20*s, change, 0))
@@ -171,7 +209,7 @@ func TestMatchesReference(t *testing.T) {
 			return change(at, objects)
 		}
 		v = p.Check(referenceTrace(40*s, change2, 0))
-		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's (the same user changes, no faults): "+
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: "+
 			"PersistentVolumeClaim data-db-0 status.capacity.storage; Pod db-1 status.reason")
 	})
 	t.Run("field paths", func(t *testing.T) {
