@@ -75,7 +75,9 @@ type Referenced interface {
 // annotations. Objects still being deleted when the case ends (a pod on a
 // lost node, a claim whose pod still runs) are in neither run's
 // comparison, and the status of their owners is not compared: no
-// controller can finish such a deletion.
+// controller can finish such a deletion. Nor are claims that no pod of
+// either run mounts: a StatefulSet leaves its claims behind when it
+// scales down, so that they exist says how far the replicas once went.
 //
 // Its message names the objects and fields that differ; its detail holds
 // the go-cmp diff (-reference +case).
@@ -127,10 +129,10 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 	newest := tr.States[len(tr.States)-1]
 	refState := tr.Reference.Trace.States[len(tr.Reference.Trace.States)-1]
 	newestNames, refNames := namesOf(newest), namesOf(refState)
-	heldKeys, owners := held([]State{newest, refState}, []names{newestNames, refNames})
+	heldKeys, owners, mounted := held([]State{newest, refState}, []names{newestNames, refNames})
 	used := map[int]bool{}
-	want := p.snapshot(refState, refNames, heldKeys, owners, used)
-	got := p.snapshot(newest, newestNames, heldKeys, owners, used)
+	want := p.snapshot(refState, refNames, heldKeys, owners, mounted, used)
+	got := p.snapshot(newest, newestNames, heldKeys, owners, mounted, used)
 	unused := p.unused(used)
 	if !cmp.Equal(want, got) {
 		return p.late(tr, differences(want, got), cmp.Diff(want, got)+unused)
@@ -142,7 +144,7 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 			since = tr.States[i+1].At
 			break
 		}
-		if !cmp.Equal(want, p.snapshot(tr.States[i], namesOf(tr.States[i]), heldKeys, owners, used)) {
+		if !cmp.Equal(want, p.snapshot(tr.States[i], namesOf(tr.States[i]), heldKeys, owners, mounted, used)) {
 			since = tr.States[i+1].At
 			break
 		}
@@ -262,9 +264,10 @@ func namesOf(s State) names {
 // held are the keys of the objects either state holds in deletion (named
 // ones only: an object of a made-up name is one of a group), and owners
 // the keys of their owners, up the chain, and of the claims such a pod
-// mounts: their status cannot settle.
-func held(states []State, stateNames []names) (held, owners map[string]bool) {
-	held, owners = map[string]bool{}, map[string]bool{}
+// mounts: their status cannot settle. mounted are the keys of the claims
+// a pod of either state mounts.
+func held(states []State, stateNames []names) (held, owners, mounted map[string]bool) {
+	held, owners, mounted = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, s := range states {
 		for _, o := range s.Objects {
 			if o.GetDeletionTimestamp() != nil && !stateNames[i].grouped[o] {
@@ -279,16 +282,20 @@ func held(states []State, stateNames []names) (held, owners map[string]bool) {
 			byName[o.GetKind()+" "+o.GetName()] = o
 		}
 		for _, o := range s.Objects {
+			for _, claim := range claimsOf(o) {
+				if c := byName["PersistentVolumeClaim "+claim]; c != nil {
+					mounted[key[c]] = true
+				}
+			}
+		}
+		for _, o := range s.Objects {
 			if o.GetDeletionTimestamp() == nil && !held[key[o]] {
 				continue
 			}
 			// A pod's claims: whether a pod uses them is in their status.
-			volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumes")
-			for _, v := range volumes {
-				if claim, _, _ := unstructured.NestedString(v.(map[string]any), "persistentVolumeClaim", "claimName"); claim != "" && o.GetKind() == "Pod" {
-					if c := byName["PersistentVolumeClaim "+claim]; c != nil {
-						owners[key[c]] = true
-					}
+			for _, claim := range claimsOf(o) {
+				if c := byName["PersistentVolumeClaim "+claim]; c != nil {
+					owners[key[c]] = true
 				}
 			}
 			for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
@@ -301,12 +308,29 @@ func held(states []State, stateNames []names) (held, owners map[string]bool) {
 			}
 		}
 	}
-	return held, owners
+	return held, owners, mounted
+}
+
+// claimsOf are the claims a pod mounts.
+func claimsOf(o *unstructured.Unstructured) []string {
+	if o.GetKind() != "Pod" {
+		return nil
+	}
+	var out []string
+	volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumes")
+	for _, v := range volumes {
+		if m, ok := v.(map[string]any); ok {
+			if claim, _, _ := unstructured.NestedString(m, "persistentVolumeClaim", "claimName"); claim != "" {
+				out = append(out, claim)
+			}
+		}
+	}
+	return out
 }
 
 // snapshot is a state made comparable with another run's: the compared
 // objects, normalized, by key (a generateName's group sorted).
-func (p *matchesReference) snapshot(s State, n names, held, statusHeld map[string]bool, used map[int]bool) map[string][]any {
+func (p *matchesReference) snapshot(s State, n names, held, statusHeld, mounted map[string]bool, used map[int]bool) map[string][]any {
 	byName := map[string]*unstructured.Unstructured{}
 	ns := ""
 	for _, o := range s.Objects {
@@ -319,6 +343,13 @@ func (p *matchesReference) snapshot(s State, n names, held, statusHeld map[strin
 	for _, o := range s.Objects {
 		key := n.key[o]
 		if held[key] || o.GetDeletionTimestamp() != nil || ignoredKinds[o.GetKind()] || !p.compared(o, byName) {
+			continue
+		}
+		// A claim no pod of either run mounts is one a StatefulSet left
+		// behind when it scaled down (its retention policy keeps it): that
+		// it exists says how far the replicas once went, which user
+		// changes faster than the controller looks leave to timing.
+		if o.GetKind() == "PersistentVolumeClaim" && !mounted[key] {
 			continue
 		}
 		obj := o.DeepCopy().Object

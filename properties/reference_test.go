@@ -176,6 +176,17 @@ func TestMatchesReference(t *testing.T) {
 		v := p.Check(referenceTrace(20*s, change, 0))
 		require.NoError(t, v.Err, v.Detail)
 	})
+	t.Run("a claim no pod mounts", func(t *testing.T) {
+		// Left behind by a scale up to 5 and down again, which the
+		// reference run's StatefulSet never acted on.
+		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			left := objects[4].DeepCopy()
+			left.SetName("data-db-4")
+			return append(objects, left)
+		}
+		v := p.Check(referenceTrace(20*s, change, 0))
+		require.NoError(t, v.Err, v.Detail)
+	})
 	t.Run("the reference run failed", func(t *testing.T) {
 		tr := referenceTrace(20*s, nil, 0)
 		tr.Reference.Failed = errors.New("converges: did not converge within 30s after the faults healed")
