@@ -40,3 +40,26 @@ func Example() {
 	// quiescent
 	// no-panics
 }
+
+// A property of changes: a Deployment's replicas never drop by more than
+// one from one observed state to the next.
+func ExampleTransitions() {
+	replicas := func(s properties.State, name string) int32 {
+		if u := s.Get("Deployment", name); u != nil {
+			if d, err := properties.As[appsv1.Deployment](u); err == nil && d.Spec.Replicas != nil {
+				return *d.Spec.Replicas
+			}
+		}
+		return 0
+	}
+	p := properties.Transitions("scales-down-one-at-a-time", func(prev, next properties.State) error {
+		for _, d := range next.ByKind("Deployment") {
+			if was, now := replicas(prev, d.GetName()), replicas(next, d.GetName()); now < was-1 {
+				return fmt.Errorf("Deployment %s went from %d replicas to %d", d.GetName(), was, now)
+			}
+		}
+		return nil
+	})
+	fmt.Println(p.Name())
+	// Output: scales-down-one-at-a-time
+}

@@ -44,7 +44,10 @@ Usage:
 
 A spec file names the controller binary, its CRDs, the fixtures (YAML
 manifests), the faults with their options, and invariants as CEL
-expressions over each object of a kind:
+expressions over each object of a kind (object; pods is every pod, and
+objects('apps/v1', 'StatefulSet') every object of a recorded kind; an
+expression that reads oldObject judges each change, oldObject null on a
+create and object null on a delete):
 
   controller:
     command: ./bin/podset-controller      # relative to the spec file
@@ -70,6 +73,9 @@ expressions over each object of a kind:
       kind: PodSet
       expression: object.status.readyReplicas == object.spec.replicas
       within: 30s                         # converges; omit for "always"
+    - name: never-shrinks
+      kind: PodSet
+      expression: oldObject == null || object == null || object.spec.replicas >= oldObject.spec.replicas
   properties: [bounded-backoff, no-fight-loop, quiescent, no-panics, matches-reference]
 
 The binary connects with the kubeconfig in $KUBECONFIG; the case's

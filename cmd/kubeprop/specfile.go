@@ -156,7 +156,7 @@ func loadSpec(path string) (*loadedSpec, error) {
 	}
 
 	// Properties: the invariants, then the general ones.
-	env, err := celEnv()
+	env, err := newInvariantEnv(recordedKinds(fixtures, f.Watch))
 	if err != nil {
 		return nil, fmt.Errorf("the CEL environment: %w", err)
 	}
@@ -191,4 +191,20 @@ func loadSpec(path string) (*loadedSpec, error) {
 		return nil, fmt.Errorf("the spec %s: %w", path, errors.Join(errs...))
 	}
 	return l, nil
+}
+
+// recordedKinds are the kinds a case records, as "apiVersion kind": Pods,
+// PersistentVolumeClaims, the fixtures' kinds and watch's (see
+// harness.Spec.Watch).
+func recordedKinds(fixtures []client.Object, watch []schema.GroupVersionKind) []string {
+	out := []string{"v1 Pod", "v1 PersistentVolumeClaim"}
+	for _, o := range fixtures {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		out = append(out, gvk.GroupVersion().String()+" "+gvk.Kind)
+	}
+	for _, gvk := range watch {
+		out = append(out, gvk.GroupVersion().String()+" "+gvk.Kind)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
