@@ -282,21 +282,16 @@ func held(states []State, stateNames []names) (held, owners, mounted map[string]
 			byName[o.GetKind()+" "+o.GetName()] = o
 		}
 		for _, o := range s.Objects {
+			isHeld := o.GetDeletionTimestamp() != nil || held[key[o]]
 			for _, claim := range claimsOf(o) {
 				if c := byName["PersistentVolumeClaim "+claim]; c != nil {
 					mounted[key[c]] = true
+					// Whether a pod uses a claim is in its status.
+					owners[key[c]] = owners[key[c]] || isHeld
 				}
 			}
-		}
-		for _, o := range s.Objects {
-			if o.GetDeletionTimestamp() == nil && !held[key[o]] {
+			if !isHeld {
 				continue
-			}
-			// A pod's claims: whether a pod uses them is in their status.
-			for _, claim := range claimsOf(o) {
-				if c := byName["PersistentVolumeClaim "+claim]; c != nil {
-					owners[key[c]] = true
-				}
 			}
 			for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
 				for _, ref := range next[0].GetOwnerReferences() {

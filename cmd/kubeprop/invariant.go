@@ -201,8 +201,11 @@ func (c *compiledInvariant) checkChange(prev, next properties.State) error {
 	for _, o := range prev.ByKind(c.inv.Kind) {
 		before[string(o.GetUID())] = o
 	}
-	vars := c.vars(next)
+	var vars map[string]any // made for the first object that changed: most changes are of other kinds
 	judge := func(old, cur *unstructured.Unstructured, name, how string) error {
+		if vars == nil {
+			vars = c.vars(next)
+		}
 		vars["oldObject"], vars["object"] = nil, nil
 		if old != nil {
 			vars["oldObject"] = old.Object
