@@ -21,11 +21,16 @@ const (
 
 // APIErrorsStep makes the controller's API writes fail with Error: the
 // next Requests of them, or, when Requests is 0, every write for ForMs
-// milliseconds. The errors stop at the heal at the latest.
+// milliseconds. With Verb or Resource (as CrashAfterWriteStep names a
+// write: "update", "podsets/status"), only those writes fail, and the
+// others neither fail nor count. The errors stop at the heal at the
+// latest.
 type APIErrorsStep struct {
 	Error    APIError `json:"error"`
 	Requests int      `json:"requests,omitempty"`
 	ForMs    int      `json:"forMs,omitempty"`
+	Verb     string   `json:"verb,omitempty"`
+	Resource string   `json:"resource,omitempty"`
 }
 
 func (APIErrorsStep) Fault() string { return "APIErrors" }
@@ -42,7 +47,7 @@ func (s APIErrorsStep) Apply(_ context.Context, t Target) error {
 	if s.Requests <= 0 && s.ForMs <= 0 {
 		return noOp("neither requests nor forMs is set")
 	}
-	return t.FailWrites(s.Error, s.Requests, time.Duration(s.ForMs)*time.Millisecond)
+	return t.FailWrites(s.Error, WriteMatch{Verb: s.Verb, Resource: s.Resource}, s.Requests, time.Duration(s.ForMs)*time.Millisecond)
 }
 
 // APIErrors is the API-error fault: conflicts, throttling, server errors
@@ -57,13 +62,51 @@ func (apiErrors) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		s := APIErrorsStep{Error: rapid.SampledFrom([]APIError{Conflict, TooManyRequests, InternalError, Timeout}).Draw(t, "error")}
 		if rapid.Bool().Draw(t, "window") {
-			s.ForMs = 500 * amountIn(t, 1, 8, "halfSeconds")
+			s.ForMs = 500 * amountIn(t, 1, maxHalfSeconds, "halfSeconds")
 		} else {
 			// Up to six bursts of a retry helper's five tries of a
 			// conflict (bounded-backoff counts each burst as one
 			// attempt): what a missing back-off between bursts needs to
 			// show.
-			s.Requests = amountIn(t, 1, 30, "requests")
+			s.Requests = amountIn(t, 1, maxRequests, "requests")
+		}
+		return s
+	})
+}
+
+// The most an APIErrors step draws: a window of 4 s, or 30 requests.
+const (
+	maxHalfSeconds = 8
+	maxRequests    = 30
+)
+
+var _ Aimer = apiErrors{}
+
+// Aims: each of the controller's writes refused as hard as the fault
+// goes (every one for the longest window, or the most requests), with
+// the error an optimistic write meets most (a conflict) for its updates
+// and patches, and a drawn one of the others for every write.
+func (apiErrors) Aims(c Config) []*rapid.Generator[Step] {
+	var out []*rapid.Generator[Step]
+	for _, w := range c.Writes {
+		errs := []APIError{TooManyRequests, InternalError, Timeout}
+		if w.Verb == "update" || w.Verb == "patch" {
+			out = append(out, hardest(w, []APIError{Conflict}))
+		}
+		out = append(out, hardest(w, errs))
+	}
+	return out
+}
+
+// hardest draws an APIErrors step over write w with one of errs, for
+// the longest window or the most requests.
+func hardest(w WriteMatch, errs []APIError) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step {
+		s := APIErrorsStep{Error: rapid.SampledFrom(errs).Draw(t, "error"), Verb: w.Verb, Resource: w.Resource}
+		if rapid.Bool().Draw(t, "window") {
+			s.ForMs = 500 * maxHalfSeconds
+		} else {
+			s.Requests = maxRequests
 		}
 		return s
 	})

@@ -43,7 +43,7 @@ func (s BurstStep) Apply(ctx context.Context, t Target) error {
 			case <-time.After(time.Duration(s.GapMs) * time.Millisecond):
 			}
 		}
-		err := unsettled(st).Apply(ctx, t)
+		err := unsettled(st).Apply(ctx, inBurst{t})
 		switch {
 		case errors.Is(err, ErrNoOp):
 			noOps++
@@ -98,6 +98,12 @@ func burstOf(steps []Step, gapMs int) Step {
 	}
 	return BurstStep{Steps: steps, GapMs: gapMs}
 }
+
+// inBurst is the target of a burst's changes: a change names itself
+// within the burst's step, which is not named.
+type inBurst struct{ Target }
+
+func (inBurst) NameStep(Step) {}
 
 // unsettled is a change as a burst applies it: a Recreate with no settle
 // between its delete and its create.

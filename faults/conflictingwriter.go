@@ -143,6 +143,20 @@ func (f conflictingWriter) Validate() error {
 func (conflictingWriter) Name() string { return ConflictingWriterStep{}.Fault() }
 
 func (f conflictingWriter) Steps(c Config) *rapid.Generator[Step] {
+	return f.steps(c, 1)
+}
+
+var _ Aimer = conflictingWriter{}
+
+// Aims: a persistent co-owner of the field, two rounds or more: one
+// write is one change of hands, a fight needs the controller to take it
+// back and lose it again.
+func (f conflictingWriter) Aims(c Config) []*rapid.Generator[Step] {
+	return []*rapid.Generator[Step]{f.steps(c, min(2, f.opts.MaxRounds))}
+}
+
+// steps draws steps of at least minRounds rounds.
+func (f conflictingWriter) steps(c Config, minRounds int) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		s := ConflictingWriterStep{Field: f.opts.Field, Selector: f.opts.Pods}
 		if f.opts.Pods != "" {
@@ -155,7 +169,7 @@ func (f conflictingWriter) Steps(c Config) *rapid.Generator[Step] {
 		} else {
 			s.Value = amount(t, 0, f.opts.Max, nil, "value")
 		}
-		s.Rounds = amountIn(t, 1, f.opts.MaxRounds, "rounds")
+		s.Rounds = amountIn(t, minRounds, f.opts.MaxRounds, "rounds")
 		return s
 	})
 }

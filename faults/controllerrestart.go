@@ -52,8 +52,20 @@ func (controllerRestart) Steps(Config) *rapid.Generator[Step] {
 		if !rapid.Bool().Draw(t, "stale") {
 			return ControllerRestartStep{}
 		}
-		return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
+		return staleRestart.Draw(t, "restart")
 	})
+}
+
+var staleRestart = rapid.Custom(func(t *rapid.T) Step {
+	return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
+})
+
+var _ Aimer = controllerRestart{}
+
+// Aims: a restart whose view of the cluster is stale, right before a
+// user change (or right after one, into what it left).
+func (controllerRestart) Aims(Config) []*rapid.Generator[Step] {
+	return []*rapid.Generator[Step]{staleRestart}
 }
 
 func (controllerRestart) Decode(b []byte) (Step, error) { return decodeStep[ControllerRestartStep](b) }

@@ -69,4 +69,18 @@ func (crashAfterWrite) Steps(Config) *rapid.Generator[Step] {
 	})
 }
 
+var _ Aimer = crashAfterWrite{}
+
+// Aims: a crash after each of the controller's writes, its first to
+// third from the step on.
+func (crashAfterWrite) Aims(c Config) []*rapid.Generator[Step] {
+	var out []*rapid.Generator[Step]
+	for _, w := range c.Writes {
+		out = append(out, rapid.Custom(func(t *rapid.T) Step {
+			return CrashAfterWriteStep{Verb: w.Verb, Resource: w.Resource, Writes: amountIn(t, 1, 3, "writes")}
+		}))
+	}
+	return out
+}
+
 func (crashAfterWrite) Decode(b []byte) (Step, error) { return decodeStep[CrashAfterWriteStep](b) }

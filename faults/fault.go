@@ -84,6 +84,9 @@ type Config struct {
 	// values are drawn next to theirs (a scale to one more replica than
 	// the fixture's).
 	Objects []client.Object
+	// Writes are the controller's distinct writes in a run with no fault,
+	// when known: where aimed steps land (see Aimer).
+	Writes []WriteMatch
 }
 
 // Target is what steps act on: one case of the harness.
@@ -118,9 +121,17 @@ type Target interface {
 	// its name from the user's desired state (see RecreateStep); with
 	// settle, the system settles between the two.
 	RecreateFixture(ctx context.Context, i int, settle bool) error
-	// FailWrites answers the controller's API writes with err: the next
-	// requests of them, or, when requests is 0, all of them for window.
-	FailWrites(err APIError, requests int, window time.Duration) error
+	// FailWrites answers the controller's API writes that match with
+	// err: the next requests of them, or, when requests is 0, all of them
+	// for window.
+	FailWrites(err APIError, match WriteMatch, requests int, window time.Duration) error
+	// NameStep records that the step being applied acted as named: on
+	// what it picked by index, now by name (the claim it grew). The
+	// report, the shrinker and the scenario file carry the named step,
+	// and a case makes the user changes its reference run named as they
+	// were named there: the same claim, whatever number of claims the
+	// case has when the step comes.
+	NameStep(named Step)
 	// CrashAfterWrites kills the controller right after its writes-th API
 	// write from now on that match names, and starts a new instance.
 	CrashAfterWrites(match WriteMatch, writes int) error

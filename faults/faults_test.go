@@ -112,10 +112,11 @@ func (f *fakeTarget) RecreateFixture(_ context.Context, i int, settle bool) erro
 	f.calls = append(f.calls, fmt.Sprintf("recreate %d settle %v", i, settle))
 	return nil
 }
-func (f *fakeTarget) FailWrites(e APIError, requests int, window time.Duration) error {
-	f.calls = append(f.calls, fmt.Sprintf("fail writes %s %d %v", e, requests, window))
+func (f *fakeTarget) FailWrites(e APIError, m WriteMatch, requests int, window time.Duration) error {
+	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("fail writes %s %d %v %s %s", e, requests, window, m.Verb, m.Resource)))
 	return nil
 }
+func (f *fakeTarget) NameStep(s Step) { f.calls = append(f.calls, "named "+Format(s)) }
 func (f *fakeTarget) CrashAfterWrites(m WriteMatch, writes int) error {
 	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("crash after %d %s %s", writes, m.Verb, m.Resource)))
 	return nil
@@ -140,13 +141,14 @@ func TestApplyNamesByIndex(t *testing.T) {
 		ControllerRestartStep{}, NodeRecoverStep{Node: 1},
 		CrashLoopStep{Pod: 1, Starts: 3, ExitCode: 2}, ReadinessFlapStep{Pod: 2},
 		APIErrorsStep{Error: Conflict, Requests: 3}, APIErrorsStep{Error: Timeout, ForMs: 1500},
+		APIErrorsStep{Error: Conflict, Requests: 2, Verb: "update", Resource: "podsets/status"},
 		CrashAfterWriteStep{Writes: 2}, CrashAfterWriteStep{}, CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}, StaleWatchStep{DelayMs: 500, ForMs: 2000}, StaleWatchStep{Drop: true},
 	} {
 		require.NoError(t, s.Apply(ctx, f), Format(s))
 	}
 	require.Equal(t, []string{"lose 1", "kill b/app 137 OOMKilled", "kill a/app 1 Error", "restart", "recover 1",
 		"crash-loop b/app 3 2", "ready a/app false", "ready a/app true",
-		"fail writes Conflict 3 0s", "fail writes Timeout 0 1.5s", "crash after 2", "crash after 1", "crash after 1 create pods",
+		"fail writes Conflict 3 0s", "fail writes Timeout 0 1.5s", "fail writes Conflict 2 0s update podsets/status", "crash after 2", "crash after 1", "crash after 1 create pods",
 		"delay watches 500ms for 2s", "drop watches"}, f.calls)
 
 	// Steps that no longer apply are no-ops, not failures.
@@ -339,21 +341,28 @@ func TestVolumeGrowth(t *testing.T) {
 	// every run): 4 modulo 3 is the second, data-web-1.
 	require.NoError(t, VolumeGrowthStep{Claim: 4, ByGi: 2}.Apply(ctx, f))
 	require.NoError(t, VolumeGrowthStep{Claim: 0, ByGi: 1}.Apply(ctx, f))
+	// Each names the claim it grew; a named step grows that one, whatever
+	// its index says.
+	require.Equal(t, []string{"named VolumeGrowth{Claim: 4, ByGi: 2, Name: data-web-1}", "named VolumeGrowth{Claim: 0, ByGi: 1, Name: data-web-0}"}, f.calls)
+	require.NoError(t, VolumeGrowthStep{Claim: 0, ByGi: 1, Name: "data-web-1"}.Apply(ctx, f))
+	require.Len(t, f.calls, 2, "named already")
 	// The third is pending: the step waits for it to bind, then gives up.
 	defer func(wait time.Duration) { claimBindWait = wait }(claimBindWait)
 	claimBindWait = 200 * time.Millisecond
 	err := VolumeGrowthStep{Claim: 2, ByGi: 1}.Apply(ctx, f)
 	require.True(t, errors.Is(err, ErrNoOp), "not bound: %v", err)
-	require.ErrorContains(t, err, "claim data-web-2 is not bound")
+	require.ErrorContains(t, err, "claim data-web-2 is not there and bound")
+	err = VolumeGrowthStep{ByGi: 1, Name: "data-web-9"}.Apply(ctx, f)
+	require.True(t, errors.Is(err, ErrNoOp), "no such claim: %v", err)
 	var got corev1.PersistentVolumeClaim
 	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "data-web-1"}, &got))
-	require.Equal(t, "3Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
+	require.Equal(t, "4Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
 	require.NoError(t, user.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "data-web-0"}, &got))
 	require.Equal(t, "1536Mi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
 
 	require.True(t, errors.Is(VolumeGrowthStep{ByGi: 1}.Apply(ctx, &fakeTarget{user: fake.NewClientBuilder().Build()}), ErrNoOp), "no claim")
 	require.True(t, errors.Is(VolumeGrowthStep{}.Apply(ctx, f), ErrNoOp), "no growth")
-	require.Equal(t, []Step{VolumeGrowthStep{Claim: 3, ByGi: 1}}, Simpler(VolumeGrowthStep{Claim: 3, ByGi: 7}))
+	require.Equal(t, []Step{VolumeGrowthStep{Claim: 3, ByGi: 1, Name: "data-db-0"}}, Simpler(VolumeGrowthStep{Claim: 3, ByGi: 7, Name: "data-db-0"}))
 	require.True(t, IsUserChange(VolumeGrowthStep{}))
 }
 

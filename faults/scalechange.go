@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,11 @@ func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
 		return fmt.Errorf("ScaleChange: %w", err)
 	}
 	target := obj.DeepCopyObject().(client.Object)
-	if err := t.UserClient().Patch(ctx, target, client.RawPatch(types.PatchType(patchType), patch)); err != nil {
+	err = t.UserClient().Patch(ctx, target, client.RawPatch(types.PatchType(patchType), patch))
+	if apierrors.IsNotFound(err) {
+		return noOp("%s is not there (deleted, not yet created again)", obj.GetName())
+	}
+	if err != nil {
 		return fmt.Errorf("setting %s of %s to %d: %w", s.Field, obj.GetName(), s.Value, err)
 	}
 	return nil

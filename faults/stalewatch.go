@@ -48,4 +48,11 @@ func (staleWatch) Steps(Config) *rapid.Generator[Step] {
 	})
 }
 
+var _ Aimer = staleWatch{}
+
+// Aims: the controller's view, stale or cut, right before a user change.
+func (f staleWatch) Aims(c Config) []*rapid.Generator[Step] {
+	return []*rapid.Generator[Step]{f.Steps(c)}
+}
+
 func (staleWatch) Decode(b []byte) (Step, error) { return decodeStep[StaleWatchStep](b) }

@@ -22,10 +22,13 @@ import (
 // status.capacity. The claim is picked among all, bound or not, so that
 // the same plan grows the same claim in every run (a reference run's
 // too); only a bound claim's request may change, so the step waits for it
-// to bind.
+// to bind. The step names the claim it grew (Name): how many claims there
+// are when it comes is timing (a StatefulSet makes them one by one), and
+// a run that grew another claim is another run.
 type VolumeGrowthStep struct {
-	Claim int `json:"claim"`
-	ByGi  int `json:"byGi"`
+	Claim int    `json:"claim"`
+	ByGi  int    `json:"byGi"`
+	Name  string `json:"name,omitempty"`
 }
 
 func (VolumeGrowthStep) Fault() string { return "VolumeGrowth" }
@@ -43,21 +46,27 @@ func (s VolumeGrowthStep) Apply(ctx context.Context, t Target) error {
 	if s.ByGi <= 0 {
 		return noOp("byGi is not set")
 	}
-	var claims corev1.PersistentVolumeClaimList
-	if err := t.UserClient().List(ctx, &claims, client.InNamespace(t.Namespace())); err != nil {
-		return fmt.Errorf("VolumeGrowth: listing the claims: %w", err)
-	}
-	var live []corev1.PersistentVolumeClaim
-	for _, c := range claims.Items {
-		if c.DeletionTimestamp == nil {
-			live = append(live, c)
+	var claim corev1.PersistentVolumeClaim
+	if s.Name != "" {
+		claim.Name, claim.Namespace = s.Name, t.Namespace()
+	} else {
+		var claims corev1.PersistentVolumeClaimList
+		if err := t.UserClient().List(ctx, &claims, client.InNamespace(t.Namespace())); err != nil {
+			return fmt.Errorf("VolumeGrowth: listing the claims: %w", err)
 		}
+		var live []corev1.PersistentVolumeClaim
+		for _, c := range claims.Items {
+			if c.DeletionTimestamp == nil {
+				live = append(live, c)
+			}
+		}
+		if len(live) == 0 {
+			return noOp("no claim to grow")
+		}
+		sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
+		claim = live[nth(s.Claim, len(live))]
+		t.NameStep(VolumeGrowthStep{Claim: s.Claim, ByGi: s.ByGi, Name: claim.Name})
 	}
-	if len(live) == 0 {
-		return noOp("no claim to grow")
-	}
-	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
-	claim := live[nth(s.Claim, len(live))]
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, claimBindWait, true, func(ctx context.Context) (bool, error) {
 		err := t.UserClient().Get(ctx, client.ObjectKeyFromObject(&claim), &claim)
 		return err == nil && claim.Status.Phase == corev1.ClaimBound && claim.DeletionTimestamp == nil, client.IgnoreNotFound(err)
@@ -66,7 +75,7 @@ func (s VolumeGrowthStep) Apply(ctx context.Context, t Target) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case wait.Interrupted(err):
-		return noOp("claim %s is not bound", claim.Name)
+		return noOp("claim %s is not there and bound", claim.Name)
 	case err != nil:
 		return fmt.Errorf("VolumeGrowth: reading claim %s: %w", claim.Name, err)
 	}
@@ -86,7 +95,7 @@ func (s VolumeGrowthStep) Simpler() []Step {
 	if s.ByGi <= 1 {
 		return nil
 	}
-	return []Step{VolumeGrowthStep{Claim: s.Claim, ByGi: 1}}
+	return []Step{VolumeGrowthStep{Claim: s.Claim, ByGi: 1, Name: s.Name}}
 }
 
 // VolumeGrowth is the user's growth of a volume: a claim's storage

@@ -1,8 +1,11 @@
 package harness
 
 import (
+	"context"
 	"runtime"
 	"strings"
+
+	"github.com/kubeprop/kubeprop/faults"
 )
 
 // GoroutineStacks returns the stack of every goroutine, one per string:
@@ -16,4 +19,9 @@ func GoroutineStacks() []string {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// ProbeWrites is the search's probe of the controller's writes.
+func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, error) {
+	return probeWrites(ctx, env, spec)
 }

@@ -25,6 +25,15 @@ import (
 // faults are left out. nodes is the spec's node count.
 func referenceSteps(plan []faults.Step, nodes int) []faults.Step {
 	var out []faults.Step
+	for _, i := range referenceIndices(plan, nodes) {
+		out = append(out, plan[i])
+	}
+	return out
+}
+
+// referenceIndices are the indices in plan of its referenceSteps.
+func referenceIndices(plan []faults.Step, nodes int) []int {
+	var out []int
 	for i, s := range plan {
 		switch s := s.(type) {
 		case faults.NodeLossStep:
@@ -33,12 +42,29 @@ func referenceSteps(plan []faults.Step, nodes int) []faults.Step {
 				return ok && modulo(r.Node, nodes) == modulo(s.Node, nodes)
 			})
 			if !recovered {
-				out = append(out, s)
+				out = append(out, i)
 			}
 		default:
 			if faults.IsUserChange(s) || s.Fault() == "ConflictingWriter" {
-				out = append(out, s)
+				out = append(out, i)
 			}
+		}
+	}
+	return out
+}
+
+// asReferenceNamed is plan with its user changes as its reference run
+// named them (named: the reference's steps as they acted), so that the
+// case grows the claim the reference grew.
+func asReferenceNamed(plan, named []faults.Step, nodes int) []faults.Step {
+	indices := referenceIndices(plan, nodes)
+	if len(named) != len(indices) {
+		return plan
+	}
+	out := slices.Clone(plan)
+	for j, i := range indices {
+		if faults.IsUserChange(named[j]) {
+			out[i] = named[j]
 		}
 	}
 	return out
@@ -77,13 +103,17 @@ type referenceKey struct {
 type referenceEntry struct {
 	done chan struct{}
 	run  *properties.ReferenceRun
-	err  error
+	// steps are the reference's steps as they acted (see
+	// faults.Target.NameStep).
+	steps []faults.Step
+	err   error
 }
 
 // reference is the reference run of plan for spec's property p: the
 // cached one, or run now (a case asking for the same while it runs waits
-// for it). took is the time it ran, zero when it was cached.
-func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, namespace string, took time.Duration, err error) {
+// for it), and its steps as they acted. took is the time it ran, zero
+// when it was cached.
+func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, named []faults.Step, namespace string, took time.Duration, err error) {
 	steps := referenceSteps(plan, spec.Nodes)
 	key := referenceKey{property: p, plan: faults.FormatPlan(steps)}
 	refs := &env.references
@@ -106,16 +136,16 @@ func (env *Env) reference(ctx context.Context, spec Spec, p properties.Reference
 		if ok {
 			select {
 			case <-ctx.Done():
-				return nil, "", 0, ctx.Err()
+				return nil, nil, "", 0, ctx.Err()
 			case <-e.done:
 			}
 			if e.err == nil {
-				return e.run, "", 0, nil
+				return e.run, e.steps, "", 0, nil
 			}
 			continue // its case was cut short: run it here
 		}
 		start := time.Now()
-		e.run, namespace, e.err = runReference(ctx, env, spec, steps)
+		e.run, e.steps, namespace, e.err = runReference(ctx, env, spec, steps)
 		if e.err != nil {
 			refs.mu.Lock()
 			if refs.entries[key] == e {
@@ -125,13 +155,13 @@ func (env *Env) reference(ctx context.Context, spec Spec, p properties.Reference
 			refs.mu.Unlock()
 		}
 		close(e.done)
-		return e.run, namespace, time.Since(start), e.err
+		return e.run, e.steps, namespace, time.Since(start), e.err
 	}
 }
 
 // runReference runs steps on spec with no fault and the spec's other
 // properties, to a settled end.
-func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step) (*properties.ReferenceRun, string, error) {
+func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step) (*properties.ReferenceRun, []faults.Step, string, error) {
 	var props []properties.Property
 	for _, p := range spec.Properties {
 		if _, ok := p.(properties.Referenced); !ok {
@@ -141,14 +171,14 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 	spec.Properties = append(props, referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second})
 	rep, err := Run(ctx, env, spec, steps)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	ref := &properties.ReferenceRun{Trace: rep.Trace}
 	if rep.Failed() {
 		f := rep.Failures[0]
 		ref.Failed = errors.New(f.Message)
 	}
-	return ref, rep.Namespace, nil
+	return ref, rep.Plan, rep.Namespace, nil
 }
 
 // referenceSettled holds a reference run until its objects have seen no

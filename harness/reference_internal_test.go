@@ -23,3 +23,14 @@ func TestReferenceSteps(t *testing.T) {
 		referenceSteps(plan, 3))
 	require.Empty(t, referenceSteps([]faults.Step{faults.ChildDeleteStep{}, faults.CrashLoopStep{Pod: 1, Starts: 2}}, 3))
 }
+
+// TestAsReferenceNamed: a case makes the user changes as its reference
+// run named them (the claim it grew), its faults as they are.
+func TestAsReferenceNamed(t *testing.T) {
+	grow := faults.VolumeGrowthStep{Claim: 5, ByGi: 2}
+	plan := []faults.Step{faults.ContainerKillStep{Pod: 1}, grow, faults.ControllerRestartStep{}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}
+	named := []faults.Step{faults.VolumeGrowthStep{Claim: 5, ByGi: 2, Name: "data-db-0"}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}
+	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, named[0], faults.ControllerRestartStep{}, named[1]}, asReferenceNamed(plan, named, 3))
+	require.Equal(t, grow, plan[1], "the plan given is left as it was")
+	require.Equal(t, plan, asReferenceNamed(plan, named[:1], 3), "steps that do not line up are left")
+}

@@ -205,9 +205,11 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	var referenceLine string
 	if p := spec.referenced(); p != nil {
 		var namespace string
-		if reference, namespace, times.Reference, err = env.reference(ctx, spec, p, plan); err != nil {
+		var named []faults.Step
+		if reference, named, namespace, times.Reference, err = env.reference(ctx, spec, p, plan); err != nil {
 			return nil, fmt.Errorf("the reference run: %w", err)
 		}
+		plan = asReferenceNamed(plan, named, spec.Nodes)
 		referenceLine = "reference run: the one of an earlier case with these user changes"
 		if namespace != "" {
 			referenceLine = fmt.Sprintf("reference run: %s, %.1fs", namespace, times.Reference.Seconds())

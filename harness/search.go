@@ -30,9 +30,10 @@ import (
 // and its shrinker tries bit streams one by one, many of which draw a plan
 // already run.
 //
-// Plan i of a search is what rapid.Check would draw for its i-th check
-// with the same seed (rapid's seeds go S, S+1, S+3, S+6, ...), whatever
-// Parallel is. The failure shrunk is the first failing case judged: at
+// Plan i of a search, for even i, is what rapid.Check would draw for its
+// i-th check with the same seed (rapid's seeds go S, S+1, S+3, S+6, ...),
+// whatever Parallel is; the odd ones are aimed at the controller (see
+// aim.go). The failure shrunk is the first failing case judged: at
 // Parallel 1 the failing plan of the lowest index; with Parallel > 1 the
 // one that failed first, and the cases still running, before it or after
 // it, are cut short. Waiting for the plans before it gave each search the
@@ -259,7 +260,10 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
-	index, first, err := s.firstFailing(searchPlans(spec.Plans(), opts.Seed, opts.Checks), "", time.Time{}, 1, true)
+	probe, endProbe := context.WithCancel(context.Background())
+	index, first, err := s.firstFailingOf(s.plans(probe), "", time.Time{}, 1, true)
+	// A probe still running when a failure was found is not needed.
+	endProbe()
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -303,16 +307,6 @@ func (s Spec) fixtureObjects() []client.Object {
 		return nil
 	}
 	return s.Fixtures("default")
-}
-
-// searchPlans draws n plans from seed, as rapid.Check's checks do.
-func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]faults.Step {
-	plans := make([][]faults.Step, n)
-	for i := range plans {
-		seed += uint64(i) // rapid's findBug steps its seed so
-		plans[i] = gen.Example(int(seed))
-	}
-	return plans
 }
 
 // searcher runs the plans of one search.
@@ -444,29 +438,43 @@ func (s *searcher) unran(plan []faults.Step) {
 // the cases still running are cut short and tear down while it returns;
 // each holds its slot of Parallel until then (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
+	return s.firstFailingOf(drawnPlans(plans), property, deadline, attempts, firstJudged)
+}
+
+// firstFailingOf is firstFailing of plans some of which are drawn later:
+// while one is not drawn, the next drawn ones start in its place.
+func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	type result struct {
 		i   int
 		rep *Report
 		err error
 	}
 	// Buffered: the cases cut short end after this returns.
-	results := make(chan result, len(plans))
-	best, next := -1, 0
+	results := make(chan result, plans.len())
+	best := -1
 	var bestRep *Report
 	var firstErr error
 	running := map[int]context.CancelFunc{} // the cases running, by plan
+	started := make([]bool, plans.len())
+	lowest := 0 // the lowest plan not started
+	drawn := plans.drawn
+	select {
+	case <-drawn:
+		drawn = nil // every plan is drawn
+	default:
+	}
 	take := func(r result) {
 		switch {
 		case best >= 0 && r.i > best:
 			// Cut short when best was found (none starts after):
 			// whatever it says, it did not run to its end.
-			s.unran(plans[r.i])
+			s.unran(plans.at(r.i))
 		case r.err != nil:
 			if firstErr == nil {
 				firstErr = r.err
 			}
 		case r.rep != nil:
-			s.failedOnce(plans[r.i], r.rep)
+			s.failedOnce(plans.at(r.i), r.rep)
 			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best) {
 				best, bestRep = r.i, r.rep
 				for j, cancel := range running {
@@ -477,42 +485,65 @@ func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline
 			}
 		}
 	}
+	// next is the lowest plan not started that is drawn, or -1.
+	next := func() int {
+		for lowest < len(started) && started[lowest] {
+			lowest++
+		}
+		for i := lowest; i < len(started); i++ {
+			if !started[i] && plans.at(i) != nil {
+				return i
+			}
+		}
+		return -1
+	}
 	for {
-		for len(running) < s.opts.Parallel && next < len(plans) && best < 0 && firstErr == nil &&
-			(deadline.IsZero() || time.Now().Before(deadline)) {
-			i := next
-			next++
-			if rep := s.failedBefore(plans[i], property); rep != nil {
+		open := func() bool {
+			return best < 0 && firstErr == nil && (deadline.IsZero() || time.Now().Before(deadline))
+		}
+		for len(running) < s.opts.Parallel && open() {
+			i := next()
+			if i < 0 {
+				break
+			}
+			started[i] = true
+			plan := plans.at(i)
+			if rep := s.failedBefore(plan, property); rep != nil {
 				take(result{i, rep, nil})
 				continue
 			}
-			if s.ran(plans[i], attempts) {
+			if s.ran(plan, attempts) {
 				continue
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			running[i] = cancel
 			s.startCase(func() {
-				s.run(ctx, plans[i], func(rep *Report, err error) { results <- result{i, rep, err} })
+				s.run(ctx, plan, func(rep *Report, err error) { results <- result{i, rep, err} })
 			})
 		}
 		// The answer is in once no plan before the best is running (with
-		// firstJudged, once there is a best): the cases left are cut
-		// short. After a harness failure the cases running finish.
-		waiting := false
+		// firstJudged, once there is a best) and none is left to draw:
+		// the cases left are cut short. After a harness failure the cases
+		// running finish.
+		waiting := drawn != nil && open() && lowest < len(started)
 		for i := range running {
 			waiting = waiting || best < 0 || i < best && !firstJudged
 		}
 		if !waiting {
 			for i, cancel := range running {
 				cancel()
-				s.unran(plans[i])
+				s.unran(plans.at(i))
 			}
 			return best, bestRep, firstErr
 		}
-		r := <-results
-		running[r.i]()
-		delete(running, r.i)
-		take(r)
+		select {
+		case r := <-results:
+			running[r.i]()
+			delete(running, r.i)
+			take(r)
+		case <-drawn:
+			drawn = nil
+		}
 	}
 }
 

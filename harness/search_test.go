@@ -19,8 +19,9 @@ import (
 	"github.com/kubeprop/kubeprop/faults"
 )
 
-// TestSearchDrawsRapidsPlans: plan i of a search with seed S is the plan
-// rapid.Check draws in its i-th check with -rapid.seed=S, so a seed means
+// TestSearchDrawsRapidsPlans: plan i of a search with seed S (an unaimed
+// one: i even) is the plan rapid.Check draws in its i-th check with
+// -rapid.seed=S, so a seed means
 // the same plans in Check, Find, the CLI and a rapid user's own loop,
 // whatever Parallel is.
 func TestSearchDrawsRapidsPlans(t *testing.T) {
@@ -372,3 +373,42 @@ func TestFailureToldBeforeTeardown(t *testing.T) {
 func scaleTo(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }
 
 func scalePlan(v int64) []faults.Step { return []faults.Step{scaleTo(v)} }
+
+// TestPlansDrawnLaterStartInTurn: while the aimed plans wait for the
+// probe, the plans drawn start in their place; once drawn, the aimed ones
+// start before any later one, and the lowest failing plan is the answer
+// (Parallel 1 and 2). Nothing drawn but plans not yet drawn: the search
+// waits for them rather than ending.
+func TestPlansDrawnLaterStartInTurn(t *testing.T) {
+	for _, parallel := range []int{1, 2} {
+		s := &searcher{opts: SearchOptions{Parallel: parallel}, runs: map[string]int{}}
+		log := standIn(s, func(plan []faults.Step, _ int) *Report {
+			rep := &Report{Plan: plan}
+			if plan[0] == scaleTo(3) {
+				rep.Failures = []Failure{{Property: "converges"}}
+			}
+			return rep
+		})
+		ps := &planSet{plans: [][]faults.Step{scalePlan(0), nil, scalePlan(2), nil, scalePlan(4), scalePlan(6)}, drawn: make(chan struct{})}
+		started := make(chan struct{})
+		go func() {
+			// The drawn plans run meanwhile.
+			require.Eventually(t, func() bool {
+				log.mu.Lock()
+				defer log.mu.Unlock()
+				return len(log.order) == 4
+			}, 10*time.Second, time.Millisecond)
+			close(started)
+			ps.fill(func(i int) []faults.Step { return scalePlan(int64(i)) })
+		}()
+		i, rep, err := s.firstFailingOf(ps, "", time.Time{}, 1, false)
+		<-started
+		s.wait()
+		require.NoError(t, err)
+		require.Equal(t, 3, i, "parallel %d", parallel)
+		require.NotNil(t, rep)
+		plan := func(v int64) string { return faults.FormatPlan(scalePlan(v)) }
+		require.ElementsMatch(t, []string{plan(0), plan(2), plan(4), plan(6)}, log.order[:4], "parallel %d", parallel)
+		require.ElementsMatch(t, []string{plan(1), plan(3)}, log.order[4:], "parallel %d", parallel)
+	}
+}

@@ -230,12 +230,18 @@ func (c *caseRun) errUnreachable() error {
 	return fmt.Errorf("%w: the controller's requests do not go through the harness", faults.ErrNoOp)
 }
 
-func (c *caseRun) FailWrites(e faults.APIError, requests int, window time.Duration) error {
+func (c *caseRun) FailWrites(e faults.APIError, match faults.WriteMatch, requests int, window time.Duration) error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	c.ctlFaults.FailWrites(e, requests, window)
+	c.ctlFaults.FailWrites(e, match, requests, window)
 	return nil
+}
+
+func (c *caseRun) NameStep(named faults.Step) {
+	c.logMu.Lock()
+	c.named[c.step] = named
+	c.logMu.Unlock()
 }
 
 func (c *caseRun) CrashAfterWrites(match faults.WriteMatch, writes int) error {

@@ -69,7 +69,8 @@ type Referenced interface {
 // observedGeneration, managedFields, times (any RFC 3339 string), made-up
 // names (a generated name's random suffix, a controller's template hash
 // such as a ReplicaSet's or a ControllerRevision's: such objects are
-// compared as a group), the case's namespace and node names in values,
+// compared as a group; in values too, a list of pod names in an
+// annotation), the case's namespace and node names in values,
 // pod IPs and node names, cluster IPs and bound volume names, restart
 // counts and containers' last states, and Deployments' revision
 // annotations. Objects still being deleted when the case ends (a pod on a
@@ -220,6 +221,10 @@ type names struct {
 	// of them, a dash and a hash names a revision of its template (a
 	// StatefulSet's currentRevision, its pods' controller-revision-hash).
 	objects map[string]bool
+	// generated matches a generated name inside a longer value (a list of
+	// pod names in an annotation), its generateName as the first group:
+	// of this run's objects, or of those it deleted. Nil when none.
+	generated *regexp.Regexp
 }
 
 // namesOf names a state's objects stably: a generated name (a
@@ -240,11 +245,14 @@ func namesOf(s State) names {
 			}
 		}
 	}
-	var uids []string
+	var uids, prefixes []string
 	for _, o := range s.Objects {
 		n.objects[o.GetName()] = true
 		name, g := o.GetName(), o.GetGenerateName()
 		if g != "" && strings.HasPrefix(name, g) && madeUp(name[len(g):], 5, 5) {
+			if !slices.Contains(prefixes, regexp.QuoteMeta(g)) {
+				prefixes = append(prefixes, regexp.QuoteMeta(g))
+			}
 			prefix := g + "*"
 			if st, ok := n.stable[strings.TrimSuffix(g, "-")]; ok {
 				prefix = st + "-*"
@@ -258,6 +266,10 @@ func namesOf(s State) names {
 		}
 	}
 	n.uids = strings.NewReplacer(uids...)
+	if len(prefixes) > 0 {
+		slices.Sort(prefixes)
+		n.generated = regexp.MustCompile(`(^|[^a-z0-9.-])(` + strings.Join(prefixes, "|") + `)[` + randomChars + `]{5}\b`)
+	}
 	return n
 }
 
@@ -447,6 +459,9 @@ func (n normalizer) value(v any) any {
 			return "<time>"
 		}
 		v = n.names.uids.Replace(v)
+		if n.names.generated != nil {
+			v = n.names.generated.ReplaceAllString(v, "$1$2*")
+		}
 		if n.namespace != "" && strings.Contains(v, n.namespace) {
 			v = n.nodes.ReplaceAllString(v, "<node>")
 			return strings.ReplaceAll(v, n.namespace, "<namespace>")

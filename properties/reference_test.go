@@ -63,8 +63,12 @@ func runObjects(ns string, run int) []*unstructured.Unstructured {
 		_ = unstructured.SetNestedSlice(p.Object, []any{map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "data-" + p.GetName()}}}, "spec", "volumes")
 		return p
 	}
+	app := meta("App", "web", "", "")
+	// A list of its pods' generated names, one of them gone (an
+	// annotation of the controller's own).
+	app["annotations"] = map[string]any{"pods": suffix(1) + "," + suffix(2) + ",web-" + strings.Repeat(string(randomChars[run]), 5)}
 	return []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "test/v1", "kind": "App", "metadata": meta("App", "web", "", ""),
+		{Object: map[string]any{"apiVersion": "test/v1", "kind": "App", "metadata": app,
 			"spec":   map[string]any{"replicas": int64(2)},
 			"status": map[string]any{"readyReplicas": int64(2), "observedGeneration": int64(run), "lastUpdate": t0.Add(time.Duration(run) * time.Hour).Format(time.RFC3339Nano)}}},
 		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta("StatefulSet", "db", "", "App/web"),

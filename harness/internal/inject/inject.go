@@ -79,9 +79,10 @@ type Faults struct {
 
 	mu         sync.Mutex
 	failErr    faults.APIError
-	failLeft   int       // writes still to refuse, in count mode
-	failUntil  time.Time // end of the window, in window mode
-	crashLeft  int       // matching writes until the crash; 0 when disarmed
+	failMatch  faults.WriteMatch // the writes refused; empty fields match any
+	failLeft   int               // writes still to refuse, in count mode
+	failUntil  time.Time         // end of the window, in window mode
+	crashLeft  int               // matching writes until the crash; 0 when disarmed
 	crashMatch faults.WriteMatch
 	crashSeen  map[string]int // writes since armed, by verb and resource
 	crashNamed func(faults.CrashAfterWriteStep)
@@ -193,12 +194,12 @@ func (inst *Instance) CloseConnections() {
 }
 
 // FailWrites answers the controller's writes in the case's namespace
-// with e: the next requests of them, or, when requests is 0, all for
-// window.
-func (f *Faults) FailWrites(e faults.APIError, requests int, window time.Duration) {
+// that match with e: the next requests of them, or, when requests is 0,
+// all for window.
+func (f *Faults) FailWrites(e faults.APIError, match faults.WriteMatch, requests int, window time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failErr, f.failLeft, f.failUntil = e, requests, time.Time{}
+	f.failErr, f.failMatch, f.failLeft, f.failUntil = e, match, requests, time.Time{}
 	if requests <= 0 {
 		f.failUntil = time.Now().Add(window)
 	}
@@ -251,7 +252,7 @@ func (f *Faults) Heal() {
 // outside the case's namespace go through, and so do lease renewals and
 // Events (see aimed): refusing a leader's renewals for seconds would end
 // its leadership, and a correct operator exits then.
-func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, name string) error {
+func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, sub, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -260,7 +261,7 @@ func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, name s
 			f.noteForeign(verb + " " + gr.Resource + " in " + namespace)
 		}
 		return nil
-	case !f.aimed(namespace, gr):
+	case !f.aimed(namespace, gr), !f.failMatch.Matches(verb, withSubresource(gr.Resource, sub)):
 		return nil
 	case f.failErr == faults.Conflict && verb != "update" && verb != "patch":
 		return nil
@@ -382,7 +383,7 @@ func (f *Faults) Client(inst *Instance, c client.WithWatch) client.WithWatch {
 			return ErrCrashed
 		}
 		gr, ns, name := f.describe(obj)
-		if err := f.refusal(verb, ns, gr, name); err != nil {
+		if err := f.refusal(verb, ns, gr, sub, name); err != nil {
 			var status apierrors.APIStatus
 			errors.As(err, &status) // every refusal is an API status
 			code := int(status.Status().Code)
@@ -674,7 +675,7 @@ func (f *Faults) WrapWrites(inst *Instance) func(http.RoundTripper) http.RoundTr
 				return rt.RoundTrip(req)
 			}
 			verb, gr, ns, name, sub := info.Verb, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Namespace, info.Name, info.Subresource
-			if err := f.refusal(verb, ns, gr, name); err != nil {
+			if err := f.refusal(verb, ns, gr, sub, name); err != nil {
 				var status apierrors.APIStatus
 				errors.As(err, &status) // every refusal is an API status
 				f.opts.Refused(properties.Request{

@@ -131,20 +131,34 @@ func TestWriteOf(t *testing.T) {
 // another case's namespace are noted, each once; others are not.
 func TestRefusalInTheCaseNamespace(t *testing.T) {
 	f := New(Options{Namespace: "kp-2", IsCaseNamespace: func(ns string) bool { return ns == "kp-1" || ns == "kp-2" }})
-	f.FailWrites(faults.InternalError, 1, 0)
+	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 1, 0)
 	pods := schema.GroupResource{Resource: "pods"}
-	require.NoError(t, f.refusal("create", "kp-1", pods, ""))
-	require.NoError(t, f.refusal("create", "kp-1", pods, "b"))
-	require.NoError(t, f.refusal("delete", "kp-1", pods, "a"))
-	require.NoError(t, f.refusal("create", "kube-system", pods, ""))
-	require.NoError(t, f.refusal("create", "kp-x", pods, ""))
-	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "n1"))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", ""))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", "b"))
+	require.NoError(t, f.refusal("delete", "kp-1", pods, "", "a"))
+	require.NoError(t, f.refusal("create", "kube-system", pods, "", ""))
+	require.NoError(t, f.refusal("create", "kp-x", pods, "", ""))
+	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "", "n1"))
 	// A leader's lease renewals and its Events go through, uncounted.
-	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "leader"))
-	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, ""))
-	require.Error(t, f.refusal("create", "kp-2", pods, ""))
-	require.NoError(t, f.refusal("create", "kp-2", pods, ""), "one refusal only")
+	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", "leader"))
+	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, "", ""))
+	require.Error(t, f.refusal("create", "kp-2", pods, "", ""))
+	require.NoError(t, f.refusal("create", "kp-2", pods, "", ""), "one refusal only")
 	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.ForeignWrites())
+}
+
+// TestRefusalOfNamedWrites: API errors named by verb and resource refuse
+// those writes only, and the others do not use up the refusals.
+func TestRefusalOfNamedWrites(t *testing.T) {
+	f := New(Options{Namespace: "kp-1"})
+	f.FailWrites(faults.Conflict, faults.WriteMatch{Verb: "update", Resource: "podsets/status"}, 2, 0)
+	podsets := schema.GroupResource{Group: "kubeprop.dev", Resource: "podsets"}
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "", "a"), "the main resource is another write")
+	require.NoError(t, f.refusal("patch", "kp-1", podsets, "status", "a"), "another verb")
+	require.NoError(t, f.refusal("create", "kp-1", schema.GroupResource{Resource: "pods"}, "", ""))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a"))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a"))
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a"), "two refusals only")
 }
 
 // TestCrashAimsAtTheControllersKinds: an unnamed crash counts the

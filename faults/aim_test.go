@@ -1,0 +1,72 @@
+package faults
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestAimedPlans: a plan per aim, each its aimed step right before a user
+// change: a crash after each of the controller's writes; errors over each
+// write, conflicts over its updates and patches, as hard as APIErrors
+// goes; a stale view; a conflicting writer of two rounds or more. With no
+// write known, only the aims that need none; with no Aimer, none.
+func TestAimedPlans(t *testing.T) {
+	web := &unstructured.Unstructured{}
+	web.SetUnstructuredContent(map[string]any{"apiVersion": "v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(3)}})
+	writes := SortWrites([]WriteMatch{{Verb: "update", Resource: "podsets/status"}, {Verb: "create", Resource: "pods"}, {Verb: "create", Resource: "pods"}})
+	require.Equal(t, []WriteMatch{{Verb: "create", Resource: "pods"}, {Verb: "update", Resource: "podsets/status"}}, writes)
+	cfg := Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}, Writes: writes}
+	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
+
+	gens := AimedPlans(fs, cfg, 5)
+	// ControllerRestart 1, APIErrors 1+2, CrashAfterWrite 2, StaleWatch 1,
+	// ConflictingWriter 1.
+	require.Len(t, gens, 8)
+	aimed := map[string]int{}
+	for i, gen := range gens {
+		for seed := range 50 {
+			plan := gen.Example(seed)
+			require.GreaterOrEqual(t, len(plan), 2, "aim %d: %s", i, FormatPlan(plan))
+			require.LessOrEqual(t, len(plan), 3, "aim %d: %s", i, FormatPlan(plan))
+			require.True(t, IsUserChange(plan[len(plan)-1]), "aim %d ends in a user change: %s", i, FormatPlan(plan))
+			step := plan[len(plan)-2]
+			require.False(t, IsUserChange(step), "aim %d: %s", i, FormatPlan(plan))
+			switch s := step.(type) {
+			case APIErrorsStep:
+				require.Contains(t, writes, WriteMatch{Verb: s.Verb, Resource: s.Resource})
+				require.True(t, s.ForMs == 500*maxHalfSeconds || s.Requests == maxRequests, "as hard as it goes: %s", Format(s))
+				if s.Error == Conflict {
+					require.Equal(t, "update", s.Verb, "a conflict answers updates and patches only")
+				}
+				aimed[s.Fault()+" "+s.Verb+" "+s.Resource+" conflict="+map[bool]string{true: "yes", false: "no"}[s.Error == Conflict]]++
+			case CrashAfterWriteStep:
+				require.Contains(t, writes, WriteMatch{Verb: s.Verb, Resource: s.Resource})
+				require.True(t, s.Writes >= 1 && s.Writes <= 3, Format(s))
+				aimed[s.Fault()+" "+s.Verb+" "+s.Resource]++
+			case ConflictingWriterStep:
+				require.GreaterOrEqual(t, s.Rounds, 2, "a fight needs two rounds")
+				aimed[s.Fault()]++
+			case ControllerRestartStep:
+				require.Positive(t, s.StaleMs, "the restart aimed is the stale one")
+				aimed[s.Fault()]++
+			default:
+				aimed[s.Fault()]++
+			}
+		}
+	}
+	require.Len(t, aimed, 8, "every aim: %v", aimed)
+	for aim, n := range aimed {
+		require.Equal(t, 50, n, aim)
+	}
+
+	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 3, "no writes known: the stale view, the restart, the fight")
+	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ScaleChange(ScaleOptions{})}, cfg, 5))
+	for seed := range 20 {
+		plan := AimedPlans([]Fault{CrashAfterWrite()}, cfg, 5)[0].Example(seed)
+		require.Len(t, plan, 1, "no user change: the aimed step alone")
+	}
+}
