@@ -497,10 +497,11 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 		}
 		return -1
 	}
+	// open: more plans may start.
+	open := func() bool {
+		return best < 0 && firstErr == nil && (deadline.IsZero() || time.Now().Before(deadline))
+	}
 	for {
-		open := func() bool {
-			return best < 0 && firstErr == nil && (deadline.IsZero() || time.Now().Before(deadline))
-		}
 		for len(running) < s.opts.Parallel && open() {
 			i := next()
 			if i < 0 {
