@@ -23,9 +23,9 @@ func TestAimedPlans(t *testing.T) {
 	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
 
 	gens := AimedPlans(fs, cfg, 5)
-	// ControllerRestart 1, APIErrors 1+2, CrashAfterWrite 2, StaleWatch 1,
-	// ConflictingWriter 1.
-	require.Len(t, gens, 8)
+	// CrashLoop 1 (it makes pods), ControllerRestart 1, APIErrors 1+2,
+	// CrashAfterWrite 2, StaleWatch 1, ConflictingWriter 1.
+	require.Len(t, gens, 9)
 	aimed := map[string]int{}
 	for i, gen := range gens {
 		for seed := range 50 {
@@ -50,6 +50,9 @@ func TestAimedPlans(t *testing.T) {
 			case ConflictingWriterStep:
 				require.GreaterOrEqual(t, s.Rounds, 2, "a fight needs two rounds")
 				aimed[s.Fault()]++
+			case CrashLoopStep:
+				require.Equal(t, maxStarts, s.Starts, "as long as a crash loop goes")
+				aimed[s.Fault()]++
 			case ControllerRestartStep:
 				require.Positive(t, s.StaleMs, "the restart aimed is the stale one")
 				aimed[s.Fault()]++
@@ -58,7 +61,7 @@ func TestAimedPlans(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, aimed, 8, "every aim: %v", aimed)
+	require.Len(t, aimed, 9, "every aim: %v", aimed)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"slices"
 
 	"pgregory.net/rapid"
 )
@@ -37,10 +38,32 @@ func (crashLoop) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		return CrashLoopStep{
 			Pod:      intIn(t, 0, 9, "pod"),
-			Starts:   amountIn(t, 1, 5, "starts"),
+			Starts:   amountIn(t, 1, maxStarts, "starts"),
 			ExitCode: rapid.SampledFrom([]int32{1, 2, 137}).Draw(t, "exitCode"),
 		}
 	})
 }
+
+var _ Aimer = crashLoop{}
+
+// Aims: when the controller makes pods (Config.Writes), one of them
+// crash-looping as long as the fault goes, the template's crash that
+// every replacement meets too: what a controller that replaces failing
+// pods must back off from.
+func (crashLoop) Aims(c Config) []*rapid.Generator[Step] {
+	if !slices.Contains(c.Writes, WriteMatch{Verb: "create", Resource: "pods"}) {
+		return nil
+	}
+	return []*rapid.Generator[Step]{rapid.Custom(func(t *rapid.T) Step {
+		return CrashLoopStep{
+			Pod:      intIn(t, 0, 9, "pod"),
+			Starts:   maxStarts,
+			ExitCode: rapid.SampledFrom([]int32{1, 2, 137}).Draw(t, "exitCode"),
+		}
+	})}
+}
+
+// maxStarts is the most starts a CrashLoop step draws.
+const maxStarts = 5
 
 func (crashLoop) Decode(b []byte) (Step, error) { return decodeStep[CrashLoopStep](b) }

@@ -12,4 +12,10 @@
 // the controller's answer to it); an Armed step waits for the
 // controller's coming writes or watch events, so plans place it before a
 // step that makes the controller act (ArmedBeforeAction).
+//
+// Plan draws a plan from every fault; AimedPlans draws plans aimed at what
+// the controller does (Config.Writes, from a run with no fault): each
+// Aimer's step at one place where it matters, right before a user change.
+// A step that picks by index what only exists at its turn (the claim
+// VolumeGrowth grows) names it as it acts (Target.NameStep).
 package faults
