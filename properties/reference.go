@@ -4,6 +4,7 @@ import (
 	gocmp "cmp"
 	"fmt"
 	"iter"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -129,7 +130,10 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 	// Leave out what either end holds in deletion, from both.
 	newest := tr.States[len(tr.States)-1]
 	refState := tr.Reference.Trace.States[len(tr.Reference.Trace.States)-1]
-	newestNames, refNames := namesOf(newest), namesOf(refState)
+	// Names made up for objects gone by the end still show in values
+	// (an annotation that lists every pod made): either run's.
+	prefixes := generateNames(tr.States, tr.Reference.Trace.States)
+	newestNames, refNames := namesOf(newest, prefixes), namesOf(refState, prefixes)
 	heldKeys, owners, mounted := held([]State{newest, refState}, []names{newestNames, refNames})
 	used := map[int]bool{}
 	want := p.snapshot(refState, refNames, heldKeys, owners, mounted, used)
@@ -145,7 +149,7 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 			since = tr.States[i+1].At
 			break
 		}
-		if !cmp.Equal(want, p.snapshot(tr.States[i], namesOf(tr.States[i]), heldKeys, owners, mounted, used)) {
+		if !cmp.Equal(want, p.snapshot(tr.States[i], namesOf(tr.States[i], prefixes), heldKeys, owners, mounted, used)) {
 			since = tr.States[i+1].At
 			break
 		}
@@ -233,7 +237,7 @@ type names struct {
 // generateName and a star, a controller's name with a hash of a template
 // (a ReplicaSet's, a ControllerRevision's: the template may hold this
 // run's UIDs) its owner's name, a dash and a star.
-func namesOf(s State) names {
+func namesOf(s State, prefixes []string) names {
 	n := names{key: map[*unstructured.Unstructured]string{}, grouped: map[*unstructured.Unstructured]bool{}, stable: map[string]string{}, objects: map[string]bool{}}
 	// Hashed names first: a generated name may start with one (a
 	// ReplicaSet's pods).
@@ -245,14 +249,11 @@ func namesOf(s State) names {
 			}
 		}
 	}
-	var uids, prefixes []string
+	var uids []string
 	for _, o := range s.Objects {
 		n.objects[o.GetName()] = true
 		name, g := o.GetName(), o.GetGenerateName()
 		if g != "" && strings.HasPrefix(name, g) && madeUp(name[len(g):], 5, 5) {
-			if !slices.Contains(prefixes, regexp.QuoteMeta(g)) {
-				prefixes = append(prefixes, regexp.QuoteMeta(g))
-			}
 			prefix := g + "*"
 			if st, ok := n.stable[strings.TrimSuffix(g, "-")]; ok {
 				prefix = st + "-*"
@@ -267,10 +268,29 @@ func namesOf(s State) names {
 	}
 	n.uids = strings.NewReplacer(uids...)
 	if len(prefixes) > 0 {
-		slices.Sort(prefixes)
-		n.generated = regexp.MustCompile(`(^|[^a-z0-9.-])(` + strings.Join(prefixes, "|") + `)[` + randomChars + `]{5}\b`)
+		quoted := make([]string, len(prefixes))
+		for i, g := range prefixes {
+			quoted[i] = regexp.QuoteMeta(g)
+		}
+		n.generated = regexp.MustCompile(`(^|[^a-z0-9.-])(` + strings.Join(quoted, "|") + `)[` + randomChars + `]{5}\b`)
 	}
 	return n
+}
+
+// generateNames are the generateNames of the objects of every state of
+// runs, sorted, each once.
+func generateNames(runs ...[]State) []string {
+	seen := map[string]bool{}
+	for _, states := range runs {
+		for _, s := range states {
+			for _, o := range s.Objects {
+				if g := o.GetGenerateName(); g != "" {
+					seen[g] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // held are the keys of the objects either state holds in deletion (named

@@ -236,3 +236,17 @@ func TestMatchesReference(t *testing.T) {
 		require.Equal(t, []string{"[a.b]", "c[type=Ready].status"}, paths)
 	})
 }
+
+// TestGeneratedNamesInValues: a generated name inside a longer value is
+// its generateName and a star, for a generateName of any state of either
+// run (the pods an annotation lists may all be gone by the end); a longer
+// name or another prefix is not one.
+func TestGeneratedNamesInValues(t *testing.T) {
+	norm := normalizer{names: namesOf(State{}, generateNames(nil, []State{{Objects: []*unstructured.Unstructured{
+		{Object: map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "web-bcdfg", "generateName": "web-"}}}}}}))}
+	require.Equal(t, "web-*,web-*", norm.value("web-bcdfg,web-hjklm"))
+	require.Equal(t, "pods: web-*", norm.value("pods: web-xz245"))
+	require.Equal(t, "myweb-bcdfg", norm.value("myweb-bcdfg"))
+	require.Equal(t, "web-bcdfgh", norm.value("web-bcdfgh"))
+	require.Equal(t, "web-aaaaa", norm.value("web-aaaaa"), "not the API server's characters")
+}
