@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeprop/kubeprop/properties"
 )
@@ -63,6 +65,14 @@ func newWidget(ns, name string, replicas int64) *unstructured.Unstructured {
 
 func (r *widgetReconciler) setup(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client, r.cache = mgr.GetClient(), mgr.GetCache()
+	// Its back-off is capped at 5 s, not controller-runtime's 1000 s: the
+	// default per-item limiter doubles at every failure, those of reconciles
+	// that events started included, so 4 s of refused status writes while
+	// its pods start (each pod's status an event) put its next try past the
+	// 30 s convergence deadline (an aimed plan found it: [APIErrors{Error:
+	// TooManyRequests, ForMs: 4000, Verb: update, Resource: widgets/status}
+	// Recreate{Object: 0}]).
+	opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 5*time.Second)
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(widgetGVK)
 	b := ctrl.NewControllerManagedBy(mgr).For(w).WithOptions(opts)
