@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	"pgregory.net/rapid"
 )
@@ -66,19 +68,7 @@ func aimedPlan(aim *rapid.Generator[Step], changes []*rapid.Generator[Step], max
 func SortWrites(writes []WriteMatch) []WriteMatch {
 	out := slices.Clone(writes)
 	slices.SortFunc(out, func(a, b WriteMatch) int {
-		if a.Resource != b.Resource {
-			if a.Resource < b.Resource {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.Verb < b.Verb:
-			return -1
-		case a.Verb > b.Verb:
-			return 1
-		}
-		return 0
+		return cmp.Or(strings.Compare(a.Resource, b.Resource), strings.Compare(a.Verb, b.Verb))
 	})
 	return slices.Compact(out)
 }

@@ -36,15 +36,20 @@ func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
 	if err != nil {
 		return fmt.Errorf("ScaleChange: %w", err)
 	}
-	target := obj.DeepCopyObject().(client.Object)
-	err = t.UserClient().Patch(ctx, target, client.RawPatch(types.PatchType(patchType), patch))
-	if apierrors.IsNotFound(err) {
-		return noOp("%s is not there (deleted, not yet created again)", obj.GetName())
-	}
-	if err != nil {
+	if err := patchFixture(ctx, t, obj, types.PatchType(patchType), patch); err != nil {
 		return fmt.Errorf("setting %s of %s to %d: %w", s.Field, obj.GetName(), s.Value, err)
 	}
 	return nil
+}
+
+// patchFixture patches a fixture as the user; a fixture that is not
+// there (deleted, not yet created again) makes it a no-op.
+func patchFixture(ctx context.Context, t Target, obj client.Object, patchType types.PatchType, patch []byte) error {
+	err := t.UserClient().Patch(ctx, obj.DeepCopyObject().(client.Object), client.RawPatch(patchType, patch))
+	if apierrors.IsNotFound(err) {
+		return noOp("%s is not there (deleted, not yet created again)", obj.GetName())
+	}
+	return err
 }
 
 // ScaleOptions configures ScaleChange. Zero values take the defaults.

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -45,12 +43,7 @@ func (s UserChangeStep) Apply(ctx context.Context, t Target) error {
 	if err != nil {
 		return err
 	}
-	target := obj.DeepCopyObject().(client.Object)
-	err = t.UserClient().Patch(ctx, target, client.RawPatch(s.patchType(), []byte(s.Patch)))
-	if apierrors.IsNotFound(err) {
-		return noOp("%s is not there (deleted, not yet created again)", obj.GetName())
-	}
-	if err != nil {
+	if err := patchFixture(ctx, t, obj, s.patchType(), []byte(s.Patch)); err != nil {
 		return fmt.Errorf("%s: patching %s with %s: %w", s.Name, obj.GetName(), s.Patch, err)
 	}
 	return nil

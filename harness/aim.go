@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -141,7 +140,7 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch,
 			plan = append(plan, st)
 		}
 	}
-	spec.Properties = []properties.Property{referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second}}
+	spec.Properties = []properties.Property{settledEnd}
 	rep, err := Run(ctx, env, spec, plan)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 			props = append(props, p)
 		}
 	}
-	spec.Properties = append(props, referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second})
+	spec.Properties = append(props, settledEnd)
 	rep, err := Run(ctx, env, spec, steps)
 	if err != nil {
 		return nil, nil, "", err
@@ -180,6 +180,10 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 	}
 	return ref, rep.Plan, rep.Namespace, nil
 }
+
+// settledEnd is the end of a run with no fault (a reference run, the
+// search's probe): 2 s with no write, within 30 s of the heal.
+var settledEnd = referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second}
 
 // referenceSettled holds a reference run until its objects have seen no
 // write for quiet after the heal (or within has passed): its end state is
