@@ -54,7 +54,7 @@ func TestAimedPlans(t *testing.T) {
 				require.Equal(t, maxStarts, s.Starts, "as long as a crash loop goes")
 				aimed[s.Fault()]++
 			case ControllerRestartStep:
-				require.Positive(t, s.StaleMs, "the restart aimed is the stale one")
+				require.Positive(t, s.StaleMs+s.Into, "the restart aimed is the stale one")
 				aimed[s.Fault()]++
 			default:
 				aimed[s.Fault()]++

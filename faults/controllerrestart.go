@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"pgregory.net/rapid"
@@ -17,13 +18,27 @@ import (
 // API server serves them from etcd. A view older than the API server's
 // compaction window is served at the oldest resource version the server
 // still has, and the case's timeline says so.
+//
+// With Into (a percentage, 1-99) instead, the view is of the cluster that
+// far into the step before this one, from its start to now (its settle
+// included; the case's setup for a first step): into what that step did,
+// a Recreate's deletion with Into 50. The view lands in the same part of
+// the step however long load makes it, where a fixed StaleMs may land
+// before the step or after it.
 type ControllerRestartStep struct {
 	StaleMs int `json:"staleMs,omitempty"`
+	Into    int `json:"into,omitempty"`
 }
 
 func (ControllerRestartStep) Fault() string { return "ControllerRestart" }
 
 func (s ControllerRestartStep) Apply(ctx context.Context, t Target) error {
+	switch {
+	case s.Into < 0 || s.Into > 99:
+		return fmt.Errorf("ControllerRestart: into is %d: give a percentage of the step before, 1-99 (or 0 for staleMs)", s.Into)
+	case s.Into > 0:
+		return t.RestartController(ctx, t.SinceLastStep()*time.Duration(100-s.Into)/100)
+	}
 	return t.RestartController(ctx, time.Duration(max(0, s.StaleMs))*time.Millisecond)
 }
 
@@ -31,7 +46,7 @@ var _ Simplifiable = ControllerRestartStep{}
 
 // Simpler: a plain restart, with a fresh view.
 func (s ControllerRestartStep) Simpler() []Step {
-	if s.StaleMs <= 0 {
+	if s.StaleMs <= 0 && s.Into <= 0 {
 		return nil
 	}
 	return []Step{ControllerRestartStep{}}
@@ -56,7 +71,12 @@ func (controllerRestart) Steps(Config) *rapid.Generator[Step] {
 	})
 }
 
+// staleRestart: a view from half a second to 6 s old, or (one time in
+// two) a quarter, half or three quarters into the step before.
 var staleRestart = rapid.Custom(func(t *rapid.T) Step {
+	if rapid.Bool().Draw(t, "into") {
+		return ControllerRestartStep{Into: 25 * intIn(t, 1, 3, "quarters")}
+	}
 	return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
 })
 

@@ -117,6 +117,9 @@ type Target interface {
 	// with stale, one served the cluster's view of stale ago (see
 	// ControllerRestartStep).
 	RestartController(ctx context.Context, stale time.Duration) error
+	// SinceLastStep is how long ago the step before the one being applied
+	// began; for the first step, how long ago the case's setup began.
+	SinceLastStep() time.Duration
 	// RecreateFixture deletes the i-th fixture and creates it again under
 	// its name from the user's desired state (see RecreateStep); with
 	// settle, the system settles between the two.

@@ -108,6 +108,7 @@ func (f *fakeTarget) RestartController(_ context.Context, stale time.Duration) e
 	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("restart %v", map[bool]any{true: stale, false: ""}[stale > 0])))
 	return nil
 }
+func (f *fakeTarget) SinceLastStep() time.Duration { return 4 * time.Second }
 func (f *fakeTarget) RecreateFixture(_ context.Context, i int, settle bool) error {
 	f.calls = append(f.calls, fmt.Sprintf("recreate %d settle %v", i, settle))
 	return nil

@@ -78,21 +78,30 @@ func TestRecreateAndStaleRestart(t *testing.T) {
 	require.NoError(t, RecreateStep{Object: 3, Settle: true}.Apply(ctx, f))
 	require.NoError(t, ControllerRestartStep{}.Apply(ctx, f))
 	require.NoError(t, ControllerRestartStep{StaleMs: 2500}.Apply(ctx, f))
-	require.Equal(t, []string{"recreate 1 settle true", "restart", "restart 2.5s"}, f.calls)
+	require.NoError(t, ControllerRestartStep{Into: 75}.Apply(ctx, f)) // the step before began 4 s ago
+	require.Equal(t, []string{"recreate 1 settle true", "restart", "restart 2.5s", "restart 1s"}, f.calls)
+	require.ErrorContains(t, ControllerRestartStep{Into: 100}.Apply(ctx, f), "into is 100: give a percentage of the step before, 1-99")
 	require.ErrorIs(t, RecreateStep{}.Apply(ctx, &fakeTarget{}), ErrNoOp)
 	require.True(t, IsUserChange(RecreateStep{}))
 	require.Equal(t, []Step{RecreateStep{Object: 1}}, Simpler(RecreateStep{Object: 1, Settle: true}))
 	require.Equal(t, []Step{ControllerRestartStep{}}, Simpler(ControllerRestartStep{StaleMs: 500}))
+	require.Equal(t, []Step{ControllerRestartStep{}}, Simpler(ControllerRestartStep{Into: 50}))
 	require.Empty(t, Simpler(ControllerRestartStep{}))
 
-	stale := 0
+	stale, into := 0, 0
 	for seed := range 200 {
-		if s := ControllerRestart().Steps(Config{}).Example(seed).(ControllerRestartStep); s.StaleMs > 0 {
+		s := ControllerRestart().Steps(Config{}).Example(seed).(ControllerRestartStep)
+		if s.StaleMs > 0 {
 			stale++
 			require.LessOrEqual(t, s.StaleMs, 6000)
 		}
+		if s.Into > 0 {
+			into++
+			require.Contains(t, []int{25, 50, 75}, s.Into)
+		}
 	}
-	require.InDelta(t, 100, stale, 30, "about half of the restarts are stale")
+	require.InDelta(t, 100, stale+into, 30, "about half of the restarts are stale")
+	require.InDelta(t, 50, into, 25, "half of those into the step before")
 }
 
 func TestFieldChange(t *testing.T) {

@@ -127,6 +127,7 @@ type caseRun struct {
 	userClient  client.Client
 	logger      logr.Logger
 	started     time.Time
+	lastStepAt  time.Time // when the step before the one being applied began (SinceLastStep)
 
 	ctx       context.Context // the case's, for restarts after a crash
 	ctlFaults *inject.Faults
@@ -271,6 +272,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 		return nil, err
 	}
 	times.Setup = time.Since(c.started)
+	c.lastStepAt = c.started
 	for i, step := range plan {
 		if decided {
 			c.unrun = append(c.unrun, i)
@@ -314,6 +316,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 			c.logf("settled")
 		}
 		times.Steps = append(times.Steps, time.Since(at))
+		c.lastStepAt = at
 	}
 	if len(c.unrun) > 0 {
 		c.logf("steps not run: %d of %d", len(c.unrun), len(plan))

@@ -196,6 +196,8 @@ func (c *caseRun) RestartController(ctx context.Context, stale time.Duration) er
 	return nil
 }
 
+func (c *caseRun) SinceLastStep() time.Duration { return time.Since(c.lastStepAt) }
+
 // crashed restarts the controller after CrashAfterWrite killed it; the
 // dead instance's client already refuses every call.
 func (c *caseRun) crashed() {

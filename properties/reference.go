@@ -81,6 +81,14 @@ type Referenced interface {
 // either run mounts: a StatefulSet leaves its claims behind when it
 // scales down, so that they exist says how far the replicas once went.
 //
+// One thing of the way there is compared too: the claims the controller
+// deletes. A claim holds the data its pods wrote, and no fault asks a
+// correct controller to delete more of them than it does with the user
+// changes alone; a stale view that deletes the claims of a new
+// incarnation of their owner leaves an end state like the reference's
+// (claims made again, empty). Such a case fails as soon as the controller
+// has deleted more.
+//
 // Its message names the objects and fields that differ; its detail holds
 // the go-cmp diff (-reference +case).
 func MatchesReference(opts ReferenceOptions) Property {
@@ -111,6 +119,12 @@ func (p *matchesReference) ReferenceKinds() []string { return p.opts.Kinds }
 func (*matchesReference) judgesReference()           {}
 
 func (p *matchesReference) Check(tr *Trace) Verdict {
+	// History: decided as soon as it happens, faults or not.
+	if tr.Reference != nil && tr.Reference.Failed == nil {
+		if lost := lostClaims(tr); lost != nil {
+			return *lost
+		}
+	}
 	switch {
 	case tr.Healed.IsZero():
 		return pending("faults not healed yet")
@@ -159,6 +173,66 @@ func (p *matchesReference) Check(tr *Trace) Verdict {
 		return pass("matches the reference %v after the heal%s", took, unused)
 	}
 	return pending("matches the reference since %v after the heal", took)
+}
+
+// lostClaims fails a case whose controller deleted more claims than the
+// reference run's did (a claim of a generated name counts as its
+// generateName and a star); nil when none.
+func lostClaims(tr *Trace) *Verdict {
+	if len(claimsDeleted(tr, nil)) == 0 {
+		return nil // the common case, without reading every state for names
+	}
+	prefixes := generateNames(tr.States, tr.Reference.Trace.States)
+	deleted, ref := claimsDeleted(tr, prefixes), claimsDeleted(tr.Reference.Trace, prefixes)
+	var lost, when []string
+	for _, name := range slices.Sorted(maps.Keys(deleted)) {
+		if n := len(deleted[name]); n > len(ref[name]) {
+			lost = append(lost, fmt.Sprintf("PersistentVolumeClaim %s (%d, the reference %d)", name, n, len(ref[name])))
+			for _, at := range deleted[name] {
+				when = append(when, fmt.Sprintf("%s at %v", name, at.Sub(tr.Start).Round(time.Millisecond)))
+			}
+		}
+	}
+	if lost == nil {
+		return nil
+	}
+	v := fail(fmt.Errorf("%s: the controller deleted more claims than in the reference run: %s", MatchesReferenceName, strings.Join(lost, ", ")),
+		"the controller's first deletion of each (from the case's start): %s", strings.Join(when, ", "))
+	return &v
+}
+
+// claimsDeleted are, by claim name, the times the controller deleted a
+// claim of that name: its first successful delete of each incarnation
+// (a create of the name begins the next), as the API server's audit log
+// has them. A controller that deletes a claim again while it waits for its
+// pods to let go (the claim is held by its protection finalizer) deletes
+// one claim.
+func claimsDeleted(tr *Trace, prefixes []string) map[string][]time.Time {
+	out := map[string][]time.Time{}
+	if tr.Controller == "" {
+		return out
+	}
+	counted := map[string]bool{} // this incarnation of the name is counted
+	for _, r := range tr.Requests {
+		if r.Resource != "persistentvolumeclaims" || r.Subresource != "" || r.Name == "" || r.Code >= 300 {
+			continue
+		}
+		switch {
+		case r.Verb == "create":
+			delete(counted, r.Name)
+		case r.Verb == "delete" && r.User == tr.Controller && !counted[r.Name]:
+			counted[r.Name] = true
+			name := r.Name
+			for _, g := range prefixes {
+				if rest, ok := strings.CutPrefix(name, g); ok && madeUp(rest, 5, 5) {
+					name = g + "*"
+					break
+				}
+			}
+			out[name] = append(out[name], r.At)
+		}
+	}
+	return out
 }
 
 // late judges a case whose newest state differs from the reference's.

@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,36 @@ func TestMatchesReference(t *testing.T) {
 		v = p.Check(referenceTrace(40*s, change2, 0))
 		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: "+
 			"PersistentVolumeClaim data-db-0 status.capacity.storage; Pod db-1 status.reason")
+	})
+	t.Run("the controller deleted more claims", func(t *testing.T) {
+		// Both runs re-create the Database: its claims are deleted once,
+		// the controller deleting each again while it waits; the case's
+		// stale instance deletes data-db-0's next incarnation too, and its
+		// claims come back, so the end states match. Another writer's
+		// deletion (a fault's) does not count.
+		claim := func(at time.Duration, user, verb, name string) Request {
+			return Request{At: t0.Add(at), User: user, Verb: verb, Resource: "persistentvolumeclaims", Namespace: "kp-7", Name: name, Code: 200}
+		}
+		recreated := []Request{
+			claim(1*s, "operator", "delete", "data-db-0"), claim(1*s, "operator", "delete", "data-db-1"),
+			claim(2*s, "operator", "delete", "data-db-0"), // still held by its pod
+			claim(4*s, "kcm", "create", "data-db-0"), claim(4*s, "kcm", "create", "data-db-1"),
+			claim(5*s, "kubeprop-user", "delete", "data-db-1"), claim(6*s, "kcm", "create", "data-db-1"),
+		}
+		tr := referenceTrace(20*s, nil, 0)
+		tr.Start, tr.Controller, tr.Reference.Trace.Controller = t0, "operator", "operator"
+		tr.Reference.Trace.Requests = recreated[:5]
+		tr.Requests = recreated
+		v := p.Check(tr)
+		require.NoError(t, v.Err, v.Detail)
+		stale := claim(7*s, "operator", "delete", "data-db-0")
+		tr.Requests = append(slices.Clone(recreated), stale, claim(7*s, "operator", "delete", "data-db-2"), claim(8*s, "kcm", "create", "data-db-0"))
+		tr.Requests[len(tr.Requests)-2].Code = 404 // refused: no claim lost
+		tr.Healed = time.Time{}                    // decided while the faults still run
+		v = p.Check(tr)
+		require.True(t, v.Done)
+		require.EqualError(t, v.Err, "matches-reference: the controller deleted more claims than in the reference run: PersistentVolumeClaim data-db-0 (2, the reference 1)")
+		require.Contains(t, v.Detail, "data-db-0 at 1s, data-db-0 at 7s")
 	})
 	t.Run("field paths", func(t *testing.T) {
 		require.Equal(t, []string{"metadata", "labels", "app.kubernetes.io/name"}, splitField("metadata.labels[app.kubernetes.io/name]"))
