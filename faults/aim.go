@@ -22,18 +22,31 @@ type Aimer interface {
 	Aims(c Config) []*rapid.Generator[Step]
 }
 
+// LooksBack is a step whose effect is on the step before it: a restart
+// whose view is into that step (ControllerRestartStep's Into).
+type LooksBack interface {
+	Step
+	LooksBack() bool
+}
+
 // AimedPlans are a plan generator per aim of the faults in fs that are
 // Aimers: the aimed step, then one of the user changes of fs (drawn as
-// they draw them, at the edges of their values one time in two), and one
+// they draw them, at the edges of their values one time in two; for a
+// step aimed at a write, one of those that provoke it, Config.Provoked,
+// when known), and one
 // time in two a user change before it too (a stale view or a restart that
 // lands in what a change left: a re-created object's old children still
-// going). A plan of an aim with no user change among fs is the step
-// alone. Within maxSteps. None when no fault of fs aims anywhere.
+// going). An aim whose steps look back (LooksBack) has a plan per user
+// change instead, that change right before it. A plan of an aim with no
+// user change among fs is the step alone. Within maxSteps. None when no
+// fault of fs aims anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 	var changes []*rapid.Generator[Step]
+	byName := map[string]*rapid.Generator[Step]{}
 	for _, f := range fs {
 		if g := f.Steps(c); IsUserChange(g.Example(0)) {
 			changes = append(changes, g)
+			byName[f.Name()] = g
 		}
 	}
 	var out []*rapid.Generator[[]Step]
@@ -43,20 +56,64 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 			continue
 		}
 		for _, aim := range a.Aims(c) {
-			out = append(out, aimedPlan(aim, changes, maxSteps))
+			if lb, ok := aim.Example(0).(LooksBack); ok && lb.LooksBack() && len(changes) > 0 && maxSteps >= 2 {
+				for _, before := range changes {
+					out = append(out, intoPlan(before, aim, changes, maxSteps))
+				}
+				continue
+			}
+			out = append(out, aimedPlan(aim, changes, provoking(aim, c, byName, changes), maxSteps))
 		}
 	}
 	return out
 }
 
-func aimedPlan(aim *rapid.Generator[Step], changes []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
+func aimedPlan(aim *rapid.Generator[Step], changes, after []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
 	return rapid.Custom(func(t *rapid.T) []Step {
 		var plan []Step
 		if len(changes) > 0 && maxSteps >= 3 && rapid.Bool().Draw(t, "change before") {
 			plan = append(plan, rapid.OneOf(changes...).Draw(t, "before"))
 		}
 		plan = append(plan, aim.Draw(t, "aimed"))
-		if len(changes) > 0 && maxSteps >= 2 {
+		if len(after) > 0 && maxSteps >= 2 {
+			plan = append(plan, rapid.OneOf(after...).Draw(t, "change"))
+		}
+		return plan
+	})
+}
+
+// AimedAtWrite is a step aimed at one write of the controller's.
+type AimedAtWrite interface {
+	Step
+	AimedWrite() WriteMatch
+}
+
+// provoking are the user changes that make the controller make the write
+// an aim's steps are aimed at (Config.Provoked), or all of changes when
+// none is known.
+func provoking(aim *rapid.Generator[Step], c Config, byName map[string]*rapid.Generator[Step], changes []*rapid.Generator[Step]) []*rapid.Generator[Step] {
+	a, ok := aim.Example(0).(AimedAtWrite)
+	if !ok {
+		return changes
+	}
+	var out []*rapid.Generator[Step]
+	for _, name := range c.Provoked[a.AimedWrite()] {
+		if g := byName[name]; g != nil {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return changes
+	}
+	return out
+}
+
+// intoPlan is a user change, the aimed step that looks back into it, and
+// a user change after.
+func intoPlan(before, aim *rapid.Generator[Step], changes []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
+	return rapid.Custom(func(t *rapid.T) []Step {
+		plan := []Step{before.Draw(t, "before"), aim.Draw(t, "aimed")}
+		if maxSteps >= 3 {
 			plan = append(plan, rapid.OneOf(changes...).Draw(t, "change"))
 		}
 		return plan

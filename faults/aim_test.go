@@ -11,7 +11,9 @@ import (
 // TestAimedPlans: a plan per aim, each its aimed step right before a user
 // change: a crash after each of the controller's writes; errors over each
 // write, conflicts over its updates and patches, as hard as APIErrors
-// goes; a stale view; a conflicting writer of two rounds or more. With no
+// goes; a stale view; a restart with a stale view, and one looking into
+// each user change, that change right before it; a conflicting writer of
+// two rounds or more. With no
 // write known, only the aims that need none; with no Aimer, none.
 func TestAimedPlans(t *testing.T) {
 	web := &unstructured.Unstructured{}
@@ -23,9 +25,10 @@ func TestAimedPlans(t *testing.T) {
 	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
 
 	gens := AimedPlans(fs, cfg, 5)
-	// CrashLoop 1 (it makes pods), ControllerRestart 1, APIErrors 1+2,
-	// CrashAfterWrite 2, StaleWatch 1, ConflictingWriter 1.
-	require.Len(t, gens, 9)
+	// CrashLoop 1 (it makes pods), ControllerRestart 1 + 3 (into each of
+	// ScaleChange, Burst, Recreate), APIErrors 1+2, CrashAfterWrite 2,
+	// StaleWatch 1, ConflictingWriter 1.
+	require.Len(t, gens, 12)
 	aimed := map[string]int{}
 	for i, gen := range gens {
 		for seed := range 50 {
@@ -55,18 +58,44 @@ func TestAimedPlans(t *testing.T) {
 				aimed[s.Fault()]++
 			case ControllerRestartStep:
 				require.Positive(t, s.StaleMs+s.Into, "the restart aimed is the stale one")
-				aimed[s.Fault()]++
+				if s.Into == 0 {
+					aimed[s.Fault()+" stale"]++
+					break
+				}
+				require.Len(t, plan, 3, "into: %s", FormatPlan(plan))
+				require.True(t, IsUserChange(plan[0]), "into a user change: %s", FormatPlan(plan))
+				require.Contains(t, []int{25, 50}, s.Into, "into the change's first half")
+				aimed[s.Fault()+" into "+plan[0].Fault()]++
 			default:
 				aimed[s.Fault()]++
 			}
 		}
 	}
-	require.Len(t, aimed, 9, "every aim: %v", aimed)
+	require.Len(t, aimed, 12, "every aim: %v", aimed)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}
 
-	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 3, "no writes known: the stale view, the restart, the fight")
+	// The status write followed a Recreate only: a plan aimed at it ends
+	// in a Recreate; one aimed at the pods' creation, in any change.
+	cfg.Provoked = map[WriteMatch][]string{{Verb: "update", Resource: "podsets/status"}: {"Recreate"}}
+	after := map[string]map[string]bool{}
+	for _, gen := range AimedPlans(fs, cfg, 5) {
+		for seed := range 30 {
+			plan := gen.Example(seed)
+			if a, ok := plan[len(plan)-2].(AimedAtWrite); ok {
+				w := a.AimedWrite().Resource
+				if after[w] == nil {
+					after[w] = map[string]bool{}
+				}
+				after[w][plan[len(plan)-1].Fault()] = true
+			}
+		}
+	}
+	require.Equal(t, map[string]bool{"Recreate": true}, after["podsets/status"])
+	require.Greater(t, len(after["pods"]), 1, "no change known: any")
+
+	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 6, "no writes known: the stale view, the restarts, the fight")
 	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ScaleChange(ScaleOptions{})}, cfg, 5))
 	for seed := range 20 {
 		plan := AimedPlans([]Fault{CrashAfterWrite()}, cfg, 5)[0].Example(seed)

@@ -35,6 +35,11 @@ type APIErrorsStep struct {
 
 func (APIErrorsStep) Fault() string { return "APIErrors" }
 
+var _ AimedAtWrite = APIErrorsStep{}
+
+// AimedWrite is the write the step names (none: every write).
+func (s APIErrorsStep) AimedWrite() WriteMatch { return WriteMatch{Verb: s.Verb, Resource: s.Resource} }
+
 // Armed: it acts on what the controller does after it.
 func (APIErrorsStep) Armed() {}
 

@@ -83,9 +83,22 @@ var staleRestart = rapid.Custom(func(t *rapid.T) Step {
 var _ Aimer = controllerRestart{}
 
 // Aims: a restart whose view of the cluster is stale, right before a
-// user change (or right after one, into what it left).
+// user change, and one whose view is into each user change (the first
+// half of its step: the change still going, a re-created object's old
+// incarnation still being deleted).
 func (controllerRestart) Aims(Config) []*rapid.Generator[Step] {
-	return []*rapid.Generator[Step]{staleRestart}
+	stale := rapid.Custom(func(t *rapid.T) Step {
+		return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
+	})
+	into := rapid.Custom(func(t *rapid.T) Step {
+		return ControllerRestartStep{Into: 25 * intIn(t, 1, 2, "quarters")}
+	})
+	return []*rapid.Generator[Step]{stale, into}
 }
+
+var _ LooksBack = ControllerRestartStep{}
+
+// LooksBack: with Into, the view is into the step before.
+func (s ControllerRestartStep) LooksBack() bool { return s.Into > 0 }
 
 func (controllerRestart) Decode(b []byte) (Step, error) { return decodeStep[ControllerRestartStep](b) }

@@ -27,6 +27,13 @@ type CrashAfterWriteStep struct {
 
 func (CrashAfterWriteStep) Fault() string { return "CrashAfterWrite" }
 
+var _ AimedAtWrite = CrashAfterWriteStep{}
+
+// AimedWrite is the write the step names (none: every write).
+func (s CrashAfterWriteStep) AimedWrite() WriteMatch {
+	return WriteMatch{Verb: s.Verb, Resource: s.Resource}
+}
+
 // Armed: it acts on what the controller does after it.
 func (CrashAfterWriteStep) Armed() {}
 

@@ -87,6 +87,11 @@ type Config struct {
 	// Writes are the controller's distinct writes in a run with no fault,
 	// when known: where aimed steps land (see Aimer).
 	Writes []WriteMatch
+	// Provoked are, for each of Writes, the user changes (by fault name)
+	// after which the controller made it in that run; a write it made
+	// only before any change has none. A plan aimed at a write follows
+	// its step with one of them.
+	Provoked map[WriteMatch][]string
 }
 
 // Target is what steps act on: one case of the harness.

@@ -67,7 +67,10 @@ func (s VolumeGrowthStep) Apply(ctx context.Context, t Target) error {
 		claim = live[nth(s.Claim, len(live))]
 		t.NameStep(VolumeGrowthStep{Claim: s.Claim, ByGi: s.ByGi, Name: claim.Name})
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, claimBindWait, true, func(ctx context.Context) (bool, error) {
+	// Each read with the step's context, not the poll's: the client's
+	// rate limiter refuses a wait that would pass the poll's deadline,
+	// and that refusal is no answer about the claim.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, claimBindWait, true, func(context.Context) (bool, error) {
 		err := t.UserClient().Get(ctx, client.ObjectKeyFromObject(&claim), &claim)
 		return err == nil && claim.Status.Phase == corev1.ClaimBound && claim.DeletionTimestamp == nil, client.IgnoreNotFound(err)
 	})

@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"slices"
+	"sort"
 	"sync"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -78,19 +80,26 @@ func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]fa
 	return plans
 }
 
+// probed is what the search's probe saw the controller do: its writes,
+// and the user changes after which it made each.
+type probed struct {
+	writes   []faults.WriteMatch
+	provoked map[faults.WriteMatch][]string
+}
+
 // aimedPlans are the spec's aimed plan generators for the controller's
 // writes (none known: nil).
-func (s Spec) aimedPlans(writes []faults.WriteMatch) []*rapid.Generator[[]faults.Step] {
+func (s Spec) aimedPlans(p probed) []*rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
 	objects := s.fixtureObjects()
-	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: writes}
+	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: p.writes, Provoked: p.provoked}
 	return faults.AimedPlans(s.Faults, c, s.MaxSteps)
 }
 
 // aimsNeedWrites reports whether the spec's faults aim at the
 // controller's writes, so that the search probes them.
 func (s Spec) aimsNeedWrites() bool {
-	return len(s.aimedPlans([]faults.WriteMatch{{Verb: "create"}})) > len(s.aimedPlans(nil))
+	return len(s.aimedPlans(probed{writes: []faults.WriteMatch{{Verb: "create"}}})) > len(s.aimedPlans(probed{}))
 }
 
 // plans are the search's plans: the even ones drawn now, the odd ones
@@ -104,22 +113,35 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 	for i := 0; i < n; i += 2 {
 		ps.plans[i] = random.Example(ss[i])
 	}
-	aimed := func(writes []faults.WriteMatch) func(i int) []faults.Step {
-		gens := s.spec.aimedPlans(writes)
+	maxSteps := s.spec.withDefaults().MaxSteps
+	aimed := func(p probed) func(i int) []faults.Step {
+		gens := s.spec.aimedPlans(p)
 		return func(i int) []faults.Step {
 			if len(gens) == 0 {
 				return random.Example(ss[i])
 			}
-			return gens[(i/2+int(seed%uint64(len(gens))))%len(gens)].Example(ss[i])
+			k := i/2 + int(seed%uint64(len(gens)))
+			plan := gens[k%len(gens)].Example(ss[i])
+			// And the aim half-way round, when the two fit: the aimed
+			// half of 20 plans reaches 20 aims, not 10 (a stateful
+			// operator has 20-30: a crash and errors at each write, a
+			// restart into each user change).
+			if len(gens) > 2 {
+				second := gens[(k+(len(gens)+1)/2)%len(gens)].Example(ss[i] + 1)
+				if len(plan)+len(second) <= maxSteps {
+					plan = append(plan, second...)
+				}
+			}
+			return plan
 		}
 	}
 	if !s.spec.aimsNeedWrites() {
-		ps.fill(aimed(nil))
+		ps.fill(aimed(probed{}))
 		return ps
 	}
 	s.startCase(func() {
-		writes, _ := probeWrites(ctx, s.env, s.spec)
-		ps.fill(aimed(writes))
+		p, _ := probeWrites(ctx, s.env, s.spec)
+		ps.fill(aimed(p))
 	})
 	return ps
 }
@@ -127,9 +149,10 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 // probeWrites runs the spec's fixtures and one of each of its user
 // changes (but bursts), with no fault, to a settled end, and returns the
 // controller's distinct writes in the case's namespace (not its leases
-// and Events: see inject's aimed). The user changes are each fault's
-// first example, so that every probe makes the same ones.
-func probeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, error) {
+// and Events: see inject's aimed), each with the user changes it
+// followed. The user changes are each fault's first example, so that
+// every probe makes the same ones.
+func probeWrites(ctx context.Context, env *Env, spec Spec) (probed, error) {
 	spec = spec.withDefaults()
 	objects := spec.fixtureObjects()
 	c := faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects}
@@ -143,15 +166,23 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch,
 	spec.Properties = []properties.Property{settledEnd}
 	rep, err := Run(ctx, env, spec, plan)
 	if err != nil {
-		return nil, err
+		return probed{}, err
 	}
-	return controllerWrites(rep.Trace, rep.Namespace), nil
+	return controllerWrites(rep.Trace, rep.Namespace, plan), nil
 }
 
 // controllerWrites are the distinct writes the controller made in
-// namespace that went through, sorted.
-func controllerWrites(tr *properties.Trace, namespace string) []faults.WriteMatch {
-	var out []faults.WriteMatch
+// namespace that went through, sorted, and for each the faults of the
+// steps of plan (all user changes, as a trace's user events) it came
+// after: the last one before it.
+func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step) probed {
+	var steps []time.Time
+	for _, e := range tr.Events {
+		if e.Kind == properties.UserEvent {
+			steps = append(steps, e.At)
+		}
+	}
+	p := probed{provoked: map[faults.WriteMatch][]string{}}
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" || r.Namespace != namespace || r.Code >= 300 ||
 			!slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) ||
@@ -162,7 +193,15 @@ func controllerWrites(tr *properties.Trace, namespace string) []faults.WriteMatc
 		if r.Subresource != "" {
 			resource += "/" + r.Subresource
 		}
-		out = append(out, faults.WriteMatch{Verb: r.Verb, Resource: resource})
+		w := faults.WriteMatch{Verb: r.Verb, Resource: resource}
+		p.writes = append(p.writes, w)
+		// The step before the write: the last to begin at or before it.
+		if k := sort.Search(len(steps), func(i int) bool { return steps[i].After(r.At) }) - 1; k >= 0 && k < len(plan) {
+			if name := plan[k].Fault(); !slices.Contains(p.provoked[w], name) {
+				p.provoked[w] = append(p.provoked[w], name)
+			}
+		}
 	}
-	return faults.SortWrites(out)
+	p.writes = faults.SortWrites(p.writes)
+	return p
 }

@@ -22,6 +22,7 @@ func GoroutineStacks() []string {
 }
 
 // ProbeWrites is the search's probe of the controller's writes.
-func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, error) {
-	return probeWrites(ctx, env, spec)
+func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, error) {
+	p, err := probeWrites(ctx, env, spec)
+	return p.writes, p.provoked, err
 }

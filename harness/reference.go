@@ -8,7 +8,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/storage"
 	"github.com/kubeprop/kubeprop/properties"
 )
 
@@ -186,8 +190,12 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 var settledEnd = referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second}
 
 // referenceSettled holds a reference run until its objects have seen no
-// write for quiet after the heal (or within has passed): its end state is
-// then the one to compare with. It never fails.
+// write for quiet after the heal, and no claim waits for the hollow
+// provisioner's volume (or within has passed): its end state is then the
+// one to compare with. It never fails. Under load the binder and the
+// provisioner leave more than quiet between their writes; a reference
+// ended there had its claims Pending and its members not ready, and every
+// case of its user changes differed from it.
 type referenceSettled struct{ quiet, within time.Duration }
 
 func (referenceSettled) Name() string             { return "reference-settled" }
@@ -200,10 +208,27 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 	for _, w := range tr.Writes {
 		last = maxTime(last, w.At)
 	}
-	if quiet := tr.End.Sub(last); quiet >= p.quiet || tr.Final {
-		return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
+	quiet := tr.End.Sub(last)
+	switch {
+	case tr.Final:
+	case quiet < p.quiet:
+		return properties.Verdict{Detail: "writes go on"}
+	case len(tr.States) > 0 && provisioning(tr.States[len(tr.States)-1]):
+		return properties.Verdict{Detail: "claims wait for their volumes"}
 	}
-	return properties.Verdict{Detail: "writes go on"}
+	return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
+}
+
+// provisioning: a claim of the state is handed to the hollow provisioner
+// and not bound yet.
+func provisioning(s properties.State) bool {
+	for _, c := range s.ByKind("PersistentVolumeClaim") {
+		phase, _, _ := unstructured.NestedString(c.Object, "status", "phase")
+		if c.GetDeletionTimestamp() == nil && phase == string(corev1.ClaimPending) && c.GetAnnotations()["volume.kubernetes.io/storage-provisioner"] == storage.Driver {
+			return true
+		}
+	}
+	return false
 }
 
 func maxTime(a, b time.Time) time.Time {

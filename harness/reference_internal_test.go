@@ -2,10 +2,14 @@ package harness
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/storage"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // TestReferenceSteps: a reference run makes the user's changes, another
@@ -33,4 +37,31 @@ func TestAsReferenceNamed(t *testing.T) {
 	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, named[0], faults.ControllerRestartStep{}, named[1]}, asReferenceNamed(plan, named, 3))
 	require.Equal(t, grow, plan[1], "the plan given is left as it was")
 	require.Equal(t, plan, asReferenceNamed(plan, named[:1], 3), "steps that do not line up are left")
+}
+
+// TestReferenceSettled: a reference run ends 2 s after its last write,
+// once no claim waits for the hollow provisioner's volume; at its last
+// check, whatever it waits for.
+func TestReferenceSettled(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	claim := func(phase, provisioner string) *unstructured.Unstructured {
+		c := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+			"metadata": map[string]any{"name": "data-db-0", "annotations": map[string]any{"volume.kubernetes.io/storage-provisioner": provisioner}},
+			"status":   map[string]any{"phase": phase}}}
+		return c
+	}
+	trace := func(end time.Duration, c *unstructured.Unstructured) *properties.Trace {
+		return &properties.Trace{Start: t0, Healed: t0.Add(time.Second), End: t0.Add(end),
+			Writes: []properties.Write{{At: t0.Add(time.Second)}},
+			States: []properties.State{{At: t0, Objects: []*unstructured.Unstructured{c}}}}
+	}
+	require.False(t, settledEnd.Check(trace(2*time.Second, claim("Bound", storage.Driver))).Done, "writes go on")
+	require.True(t, settledEnd.Check(trace(4*time.Second, claim("Bound", storage.Driver))).Done)
+	v := settledEnd.Check(trace(4*time.Second, claim("Pending", storage.Driver)))
+	require.False(t, v.Done)
+	require.Equal(t, "claims wait for their volumes", v.Detail)
+	require.True(t, settledEnd.Check(trace(4*time.Second, claim("Pending", "other.example"))).Done, "another provisioner's claim may wait for ever")
+	final := trace(4*time.Second, claim("Pending", storage.Driver))
+	final.Final = true
+	require.True(t, settledEnd.Check(final).Done)
 }
