@@ -58,20 +58,26 @@ func referenceIndices(plan []faults.Step, nodes int) []int {
 }
 
 // asReferenceNamed is plan with its user changes as its reference run
-// named them (named: the reference's steps as they acted), so that the
-// case grows the claim the reference grew.
-func asReferenceNamed(plan, named []faults.Step, nodes int) []faults.Step {
+// named them (named: the reference's steps as they acted, nil for one
+// that did not apply), so that the case grows the claim the reference
+// grew; skip are the indices in plan of the user changes the reference
+// could not make (a claim not bound in time under load): the case makes
+// them no more than its reference did.
+func asReferenceNamed(plan, named []faults.Step, nodes int) (out []faults.Step, skip []int) {
 	indices := referenceIndices(plan, nodes)
 	if len(named) != len(indices) {
-		return plan
+		return plan, nil
 	}
-	out := slices.Clone(plan)
+	out = slices.Clone(plan)
 	for j, i := range indices {
-		if faults.IsUserChange(named[j]) {
+		switch {
+		case named[j] == nil && faults.IsUserChange(plan[i]):
+			skip = append(skip, i)
+		case faults.IsUserChange(named[j]):
 			out[i] = named[j]
 		}
 	}
-	return out
+	return out, skip
 }
 
 // modulo is i modulo n, from 0 to n-1 (as caseRun.node picks a node).
@@ -108,7 +114,7 @@ type referenceEntry struct {
 	done chan struct{}
 	run  *properties.ReferenceRun
 	// steps are the reference's steps as they acted (see
-	// faults.Target.NameStep).
+	// faults.Target.NameStep), nil where one did not apply.
 	steps []faults.Step
 	err   error
 }
@@ -182,7 +188,11 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 		f := rep.Failures[0]
 		ref.Failed = errors.New(f.Message)
 	}
-	return ref, rep.Plan, rep.Namespace, nil
+	acted := slices.Clone(rep.Plan)
+	for _, i := range rep.NoOps {
+		acted[i] = nil
+	}
+	return ref, acted, rep.Namespace, nil
 }
 
 // settledEnd is the end of a run with no fault (a reference run, the

@@ -29,14 +29,23 @@ func TestReferenceSteps(t *testing.T) {
 }
 
 // TestAsReferenceNamed: a case makes the user changes as its reference
-// run named them (the claim it grew), its faults as they are.
+// run named them (the claim it grew), its faults as they are, and skips
+// those its reference could not make.
 func TestAsReferenceNamed(t *testing.T) {
 	grow := faults.VolumeGrowthStep{Claim: 5, ByGi: 2}
 	plan := []faults.Step{faults.ContainerKillStep{Pod: 1}, grow, faults.ControllerRestartStep{}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}
 	named := []faults.Step{faults.VolumeGrowthStep{Claim: 5, ByGi: 2, Name: "data-db-0"}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}
-	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, named[0], faults.ControllerRestartStep{}, named[1]}, asReferenceNamed(plan, named, 3))
+	out, skip := asReferenceNamed(plan, named, 3)
+	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, named[0], faults.ControllerRestartStep{}, named[1]}, out)
+	require.Empty(t, skip)
 	require.Equal(t, grow, plan[1], "the plan given is left as it was")
-	require.Equal(t, plan, asReferenceNamed(plan, named[:1], 3), "steps that do not line up are left")
+	out, _ = asReferenceNamed(plan, named[:1], 3)
+	require.Equal(t, plan, out, "steps that do not line up are left")
+	// The reference could not grow a claim (none bound in time): the case
+	// does not either.
+	out, skip = asReferenceNamed(plan, []faults.Step{nil, named[1]}, 3)
+	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, grow, faults.ControllerRestartStep{}, named[1]}, out)
+	require.Equal(t, []int{1}, skip)
 }
 
 // TestReferenceSettled: a reference run ends 2 s after its last write,

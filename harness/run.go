@@ -128,6 +128,7 @@ type caseRun struct {
 	logger      logr.Logger
 	started     time.Time
 	lastStepAt  time.Time // when the step before the one being applied began (SinceLastStep)
+	skip        []int     // indices of the plan's user changes its reference run could not make: no-ops
 
 	ctx       context.Context // the case's, for restarts after a crash
 	ctlFaults *inject.Faults
@@ -203,6 +204,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	// The reference run comes first: it is a case of its own.
 	var times Times
 	var reference *properties.ReferenceRun
+	var skip []int // the user changes the reference run could not make
 	var referenceLine string
 	if p := spec.referenced(); p != nil {
 		var namespace string
@@ -210,7 +212,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 		if reference, named, namespace, times.Reference, err = env.reference(ctx, spec, p, plan); err != nil {
 			return nil, fmt.Errorf("the reference run: %w", err)
 		}
-		plan = asReferenceNamed(plan, named, spec.Nodes)
+		plan, skip = asReferenceNamed(plan, named, spec.Nodes)
 		referenceLine = "reference run: the one of an earlier case with these user changes"
 		if namespace != "" {
 			referenceLine = fmt.Sprintf("reference run: %s, %.1fs", namespace, times.Reference.Seconds())
@@ -218,7 +220,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	}
 	n := caseSeq.Add(1)
 	c := &caseRun{reference: reference, env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
-		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}}
+		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
 	// A write by the conflicting writer is an event that drives what
 	// follows it.
 	c.recorder = record.New(record.Options{TimeScale: env.timeScale, Controller: UserController, FaultManagers: []string{faults.ConflictingWriterManager}})
@@ -282,7 +284,12 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 		c.armedRan = c.armedRan || faults.IsArmed(step)
 		at := time.Now()
 		c.recorder.Event(stepEvent(step, at))
-		err := step.Apply(ctx, c)
+		var err error
+		if slices.Contains(c.skip, i) {
+			err = fmt.Errorf("%w: the reference run could not make it", faults.ErrNoOp)
+		} else {
+			err = step.Apply(ctx, c)
+		}
 		switch {
 		case errors.Is(err, errDecided):
 			decided = true
