@@ -184,9 +184,18 @@ func lostClaims(tr *Trace) *Verdict {
 	}
 	prefixes := generateNames(tr.States, tr.Reference.Trace.States)
 	deleted, ref := claimsDeleted(tr, prefixes), claimsDeleted(tr.Reference.Trace, prefixes)
+	// A claim the reference never had is not one it kept: a burst of
+	// replica changes (2, 5, 2) makes claims 3 and 4 in one run and not in
+	// another, as the controller happens to see the 5.
+	had := map[string]bool{}
+	for _, st := range tr.Reference.Trace.States {
+		for _, c := range st.ByKind("PersistentVolumeClaim") {
+			had[stableClaimName(c.GetName(), prefixes)] = true
+		}
+	}
 	var lost, when []string
 	for _, name := range slices.Sorted(maps.Keys(deleted)) {
-		if n := len(deleted[name]); n > len(ref[name]) {
+		if n := len(deleted[name]); n > len(ref[name]) && had[name] {
 			lost = append(lost, fmt.Sprintf("PersistentVolumeClaim %s (%d, the reference %d)", name, n, len(ref[name])))
 			for _, at := range deleted[name] {
 				when = append(when, fmt.Sprintf("%s at %v", name, at.Sub(tr.Start).Round(time.Millisecond)))
@@ -222,17 +231,22 @@ func claimsDeleted(tr *Trace, prefixes []string) map[string][]time.Time {
 			delete(counted, r.Name)
 		case r.Verb == "delete" && r.User == tr.Controller && !counted[r.Name]:
 			counted[r.Name] = true
-			name := r.Name
-			for _, g := range prefixes {
-				if rest, ok := strings.CutPrefix(name, g); ok && madeUp(rest, 5, 5) {
-					name = g + "*"
-					break
-				}
-			}
+			name := stableClaimName(r.Name, prefixes)
 			out[name] = append(out[name], r.At)
 		}
 	}
 	return out
+}
+
+// stableClaimName is a claim's name, or for a generated one its
+// generateName and a star.
+func stableClaimName(name string, prefixes []string) string {
+	for _, g := range prefixes {
+		if rest, ok := strings.CutPrefix(name, g); ok && madeUp(rest, 5, 5) {
+			return g + "*"
+		}
+	}
+	return name
 }
 
 // late judges a case whose newest state differs from the reference's.

@@ -250,7 +250,10 @@ func TestMatchesReference(t *testing.T) {
 		v := p.Check(tr)
 		require.NoError(t, v.Err, v.Detail)
 		stale := claim(7*s, "operator", "delete", "data-db-0")
-		tr.Requests = append(slices.Clone(recreated), stale, claim(7*s, "operator", "delete", "data-db-2"), claim(8*s, "kcm", "create", "data-db-0"))
+		// data-db-7 the reference never had (its StatefulSet never saw
+		// the replicas that make it): not a claim it kept.
+		tr.Requests = append(slices.Clone(recreated), stale, claim(7*s, "operator", "delete", "data-db-7"),
+			claim(7*s, "operator", "delete", "data-db-1"), claim(8*s, "kcm", "create", "data-db-0"))
 		tr.Requests[len(tr.Requests)-2].Code = 404 // refused: no claim lost
 		tr.Healed = time.Time{}                    // decided while the faults still run
 		v = p.Check(tr)
