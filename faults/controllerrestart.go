@@ -75,10 +75,22 @@ func (controllerRestart) Steps(Config) *rapid.Generator[Step] {
 // two) a quarter, half or three quarters into the step before.
 var staleRestart = rapid.Custom(func(t *rapid.T) Step {
 	if rapid.Bool().Draw(t, "into") {
-		return ControllerRestartStep{Into: 25 * intIn(t, 1, 3, "quarters")}
+		return intoRestart(3).Draw(t, "restart")
 	}
+	return agedRestart.Draw(t, "restart")
+})
+
+// agedRestart's view is from half a second to 6 s old.
+var agedRestart = rapid.Custom(func(t *rapid.T) Step {
 	return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
 })
+
+// intoRestart's view is one to quarters quarters into the step before.
+func intoRestart(quarters int) *rapid.Generator[Step] {
+	return rapid.Custom(func(t *rapid.T) Step {
+		return ControllerRestartStep{Into: 25 * intIn(t, 1, quarters, "quarters")}
+	})
+}
 
 var _ Aimer = controllerRestart{}
 
@@ -87,13 +99,7 @@ var _ Aimer = controllerRestart{}
 // half of its step: the change still going, a re-created object's old
 // incarnation still being deleted).
 func (controllerRestart) Aims(Config) []*rapid.Generator[Step] {
-	stale := rapid.Custom(func(t *rapid.T) Step {
-		return ControllerRestartStep{StaleMs: 500 * amountIn(t, 1, 12, "halfSeconds")}
-	})
-	into := rapid.Custom(func(t *rapid.T) Step {
-		return ControllerRestartStep{Into: 25 * intIn(t, 1, 2, "quarters")}
-	})
-	return []*rapid.Generator[Step]{stale, into}
+	return []*rapid.Generator[Step]{agedRestart, intoRestart(2)}
 }
 
 var _ LooksBack = ControllerRestartStep{}

@@ -203,5 +203,8 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 		}
 	}
 	p.writes = faults.SortWrites(p.writes)
+	for _, names := range p.provoked {
+		slices.Sort(names) // the same plans whatever order the writes came in
+	}
 	return p
 }
