@@ -234,7 +234,7 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 func provisioning(s properties.State) bool {
 	for _, c := range s.ByKind("PersistentVolumeClaim") {
 		phase, _, _ := unstructured.NestedString(c.Object, "status", "phase")
-		if c.GetDeletionTimestamp() == nil && phase == string(corev1.ClaimPending) && c.GetAnnotations()["volume.kubernetes.io/storage-provisioner"] == storage.Driver {
+		if c.GetDeletionTimestamp() == nil && phase == string(corev1.ClaimPending) && storage.HandedToDriver(c.GetAnnotations()) {
 			return true
 		}
 	}

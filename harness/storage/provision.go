@@ -17,6 +17,12 @@ const (
 	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
 )
 
+// HandedToDriver reports whether a claim's annotations say the binder
+// gave it to the driver to provision (the external provisioner's test).
+func HandedToDriver(annotations map[string]string) bool {
+	return annotations[annStorageProvisioner] == Driver
+}
+
 // syncClaim provisions a volume for a claim the binder gave to the driver,
 // and resizes the volume of a bound claim whose request grew.
 func (p *Provisioner) syncClaim(ctx context.Context, namespace, name string) error {
@@ -39,7 +45,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, namespace, name string) err
 // The volume's name derives from the claim's UID, so a claim handled
 // twice gets one volume.
 func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	if claim.Annotations[annStorageProvisioner] != Driver {
+	if !HandedToDriver(claim.Annotations) {
 		return nil // not ours, or the binder has not got to it yet
 	}
 	name := "pvc-" + string(claim.UID)
