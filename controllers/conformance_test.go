@@ -105,8 +105,8 @@ func TestConformance(t *testing.T) {
 			f, err := harness.Find(env, target.Focused(), t.Name(), opts)
 			require.NoError(t, err)
 			require.NotNil(t, f, "the bug was not found in %d plans of seed %d", opts.Checks, opts.Seed)
-			t.Logf("%s: %s\nplan (shrunk from %d to %d steps): %s\nfound after %v (plan %d), shrunk after %v",
-				f.Property, f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.FoundAfter, f.FailingPlan, f.ShrunkAfter)
+			t.Logf("%s: %s\nplan (shrunk from %d to %d steps): %s\nfound after %v (plan %d), shrunk after %v\nshrink %s",
+				f.Property, f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.FoundAfter, f.FailingPlan, f.ShrunkAfter, f.Shrink)
 			require.Equal(t, target.Property, f.Property, "the bug was caught by another property: %s", f.Message)
 			require.LessOrEqual(t, len(f.Plan), target.ExpectSteps, "not shrunk to %d steps (the minimum is %d): %s",
 				target.ExpectSteps, target.MinSteps, faults.FormatPlan(f.Plan))

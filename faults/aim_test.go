@@ -13,7 +13,8 @@ import (
 // write, conflicts over its updates and patches, as hard as APIErrors
 // goes; a stale view; a restart with a stale view, and one looking into
 // each user change, that change right before it; a conflicting writer of
-// two rounds or more. With no
+// two rounds or more; when it creates, a node lost and a child deleted.
+// With no
 // write known, only the aims that need none; with no Aimer, none.
 func TestAimedPlans(t *testing.T) {
 	web := &unstructured.Unstructured{}
@@ -25,10 +26,11 @@ func TestAimedPlans(t *testing.T) {
 	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
 
 	gens := AimedPlans(fs, cfg, 5)
-	// CrashLoop 1 (it makes pods), ControllerRestart 1 + 3 (into each of
-	// ScaleChange, Burst, Recreate), APIErrors 1+2, CrashAfterWrite 2,
-	// StaleWatch 1, ConflictingWriter 1.
-	require.Len(t, gens, 12)
+	// CrashLoop 1 (it makes pods), NodeLoss 1 and ChildDelete 1 (it
+	// creates), ControllerRestart 1 + 3 (into each of ScaleChange, Burst,
+	// Recreate), APIErrors 1+2, CrashAfterWrite 2, StaleWatch 1,
+	// ConflictingWriter 1.
+	require.Len(t, gens, 14)
 	aimed := map[string]int{}
 	for i, gen := range gens {
 		for seed := range 50 {
@@ -71,7 +73,7 @@ func TestAimedPlans(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, aimed, 12, "every aim: %v", aimed)
+	require.Len(t, aimed, 14, "every aim: %v", aimed)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}
@@ -96,7 +98,9 @@ func TestAimedPlans(t *testing.T) {
 	require.Greater(t, len(after["pods"]), 1, "no change known: any")
 
 	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 6, "no writes known: the stale view, the restarts, the fight")
-	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ScaleChange(ScaleOptions{})}, cfg, 5))
+	require.Empty(t, AimedPlans([]Fault{ContainerKill(ContainerKillOptions{}), ScaleChange(ScaleOptions{})}, cfg, 5))
+	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ChildDelete(), ScaleChange(ScaleOptions{})}, Config{Nodes: 3, Fixtures: 1,
+		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}}, 5), "it creates nothing: nothing to lose or delete")
 	for seed := range 20 {
 		plan := AimedPlans([]Fault{CrashAfterWrite()}, cfg, 5)[0].Example(seed)
 		require.Len(t, plan, 1, "no user change: the aimed step alone")

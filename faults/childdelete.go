@@ -45,4 +45,13 @@ func (childDelete) Steps(Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step { return ChildDeleteStep{Child: intIn(t, 0, 9, "child")} })
 }
 
+// Aims: one of the fixtures' children deleted, when the controller
+// creates anything: its children are what it must make again.
+func (childDelete) Aims(c Config) []*rapid.Generator[Step] {
+	if !createsAnything(c.Writes) {
+		return nil
+	}
+	return []*rapid.Generator[Step]{childDelete{}.Steps(c)}
+}
+
 func (childDelete) Decode(b []byte) (Step, error) { return decodeStep[ChildDeleteStep](b) }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"slices"
 
 	"pgregory.net/rapid"
 )
@@ -27,6 +28,21 @@ func (nodeLoss) Name() string { return NodeLossStep{}.Fault() }
 
 func (nodeLoss) Steps(c Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step { return NodeLossStep{Node: intIn(t, 0, c.Nodes-1, "node")} })
+}
+
+// Aims: a node lost under what the controller makes, when it creates
+// anything (pods, or a workload that runs them): the pods there are
+// evicted, and must be replaced, or, a StatefulSet's, must not be yet.
+func (nodeLoss) Aims(c Config) []*rapid.Generator[Step] {
+	if c.Nodes == 0 || !createsAnything(c.Writes) {
+		return nil
+	}
+	return []*rapid.Generator[Step]{nodeLoss{}.Steps(c)}
+}
+
+// createsAnything is whether writes hold a create.
+func createsAnything(writes []WriteMatch) bool {
+	return slices.ContainsFunc(writes, func(w WriteMatch) bool { return w.Verb == "create" })
 }
 
 func (nodeLoss) Decode(b []byte) (Step, error) { return decodeStep[NodeLossStep](b) }

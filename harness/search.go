@@ -238,10 +238,54 @@ type Finding struct {
 	// FoundAfter and ShrunkAfter are the times from the start of the
 	// search to the first failure and to the last smaller one.
 	FoundAfter, ShrunkAfter time.Duration
+	// Shrink is where the shrink's time went.
+	Shrink ShrinkStats
 	// Scenario and Page are the files written: the scenario to replay and
 	// the HTML timeline.
 	Scenario, Page string
 	Report         *Report
+}
+
+// ShrinkStats is where a shrink's time went: the cases it ran, and how
+// long those that failed and those that passed took.
+type ShrinkStats struct {
+	// Took is the shrink's wall time, to its answer.
+	Took time.Duration
+	// Candidates are the cases run, Failed of them failed the property
+	// shrunk, CutShort were stopped once a smaller failing plan was in.
+	Candidates, Failed, CutShort int
+	// Failing and Passing sum the cases' wall times (Times.Total); Judge
+	// is the failing ones' wait for their verdict after the heal.
+	Failing, Passing, Judge time.Duration
+	// References are the reference runs made for candidates, and their
+	// time (within Failing and Passing).
+	References    int
+	ReferenceTime time.Duration
+}
+
+func (st ShrinkStats) String() string {
+	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s)",
+		st.Took.Round(time.Second), st.Candidates, st.Failed, st.Failing.Round(time.Second), st.Judge.Round(time.Second),
+		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second))
+}
+
+// count adds a candidate's case to the stats; failed: it failed property.
+func (st *ShrinkStats) count(rep *Report, failed, cutShort bool) {
+	st.Candidates++
+	switch {
+	case cutShort:
+		st.CutShort++
+	case failed:
+		st.Failed++
+		st.Failing += rep.Times.Total()
+		st.Judge += rep.Times.Judge
+	default:
+		st.Passing += rep.Times.Total()
+	}
+	if rep.Times.Reference > 0 {
+		st.References++
+		st.ReferenceTime += rep.Times.Reference
+	}
 }
 
 // Find draws plans, shrinks the first failure, saves its scenario under
@@ -268,7 +312,11 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	failedAt := time.Now()
+	s.mu.Lock()
+	s.shrinking = first.Failures[0].Property
+	s.mu.Unlock()
 	last, lastAt := s.shrink(first, failedAt.Add(opts.ShrinkTime))
+	shrunk := time.Now()
 	if lastAt.IsZero() {
 		lastAt = failedAt
 	}
@@ -280,6 +328,10 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	f := last.Failures[0]
 	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
 		Seed: opts.Seed, FailingPlan: index + 1, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
+	s.mu.Lock()
+	finding.Shrink = s.shrinkStats
+	s.mu.Unlock()
+	finding.Shrink.Took = shrunk.Sub(failedAt)
 	finding.Scenario = filepath.Join(opts.Dir, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
 	if err := last.SaveScenario(finding.Scenario, name); err != nil {
 		return finding, err
@@ -329,6 +381,10 @@ type searcher struct {
 	// lateErr: a teardown stuck after its case's failure was told (guarded
 	// by mu).
 	lateErr error
+	// shrinking is the property being shrunk, once the shrink began;
+	// shrinkStats count its cases (both guarded by mu).
+	shrinking   string
+	shrinkStats ShrinkStats
 
 	// slots hold Parallel tokens, one per case running, across the calls
 	// of firstFailing; cases counts them until their teardown ended.
@@ -345,6 +401,9 @@ type searcher struct {
 // Times are still being written; OnCase gets it after. A teardown stuck
 // after a failure was told is kept for Find (see takeLateErr).
 func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
+	s.mu.Lock()
+	shrinking := s.shrinking // a candidate of the shrink, not a plan drawn
+	s.mu.Unlock()
 	told := false
 	tell := func(rep *Report, err error) {
 		switch {
@@ -362,6 +421,11 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 			tell(rep, nil)
 		}
 	})
+	if shrinking != "" && rep != nil {
+		s.mu.Lock()
+		s.shrinkStats.count(rep, rep.Failed() && rep.Failures[0].Property == shrinking, ctx.Err() != nil)
+		s.mu.Unlock()
+	}
 	if err != nil {
 		tell(nil, fmt.Errorf("the harness failed: %w", err))
 		return

@@ -60,9 +60,14 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 	first, err := runPlan(s, []faults.Step{scaleTo(3), bug, scaleTo(4), scaleTo(5)})
 	require.NoError(t, err)
 	require.NotNil(t, first)
+	s.shrinking = "converges"
 	got, at := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", cases.runs)
+	// Every candidate is counted, the first plan's run (the search's) not.
+	require.Equal(t, len(cases.order)-1, s.shrinkStats.Candidates, "%s", s.shrinkStats)
+	require.Positive(t, s.shrinkStats.Failed)
+	require.Less(t, s.shrinkStats.Failed+s.shrinkStats.CutShort, s.shrinkStats.Candidates, "some passed: %s", s.shrinkStats)
 	require.False(t, at.IsZero())
 	for plan, n := range cases.runs {
 		require.LessOrEqual(t, n, shrinkAttempts, "plan %s", plan)

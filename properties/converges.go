@@ -12,6 +12,12 @@ type ConvergeOptions struct {
 	// Stable is how long the predicate must then keep holding. Zero
 	// means 2 s.
 	Stable time.Duration
+	// Rest: a case whose predicate is false and that has been at rest
+	// this long after the heal fails then, before Within: no write or
+	// request since, no requeue or retry of the controller's due, no pod
+	// starting, restarting or being deleted; nobody is left to act. Zero
+	// means a third of Within, at least 10 s; negative waits out Within.
+	Rest time.Duration
 }
 
 // Converges is Converge with the default stability window: after the
@@ -22,7 +28,8 @@ func Converges(name string, pred Predicate, within time.Duration) Property {
 }
 
 // Converge holds when, after the faults heal, pred becomes true within
-// opts.Within and stays true for opts.Stable.
+// opts.Within and stays true for opts.Stable. A case whose predicate is
+// false once it has come to rest (opts.Rest) fails then.
 func Converge(name string, pred Predicate, opts ConvergeOptions) Property {
 	if opts.Within == 0 {
 		opts.Within = 30 * time.Second
@@ -78,9 +85,15 @@ func (p converges) Check(tr *Trace) Verdict {
 
 // late judges a trace whose newest state violates the predicate.
 func (p converges) late(tr *Trace, why error) Verdict {
+	// One message whichever ends the wait: the same plan is reported
+	// alike, run after run.
+	if since, ok := tr.atRest(restFor(p.opts.Rest, p.opts.Within)); ok && !tr.Final {
+		return fail(fmt.Errorf("%s: did not converge after the faults healed: %w", p.name, why),
+			"still false, and at rest since %v after the heal, for %v: nobody was left to act", since.Sub(tr.Healed), tr.End.Sub(since))
+	}
 	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within {
-		return fail(fmt.Errorf("%s: did not converge within %v after the faults healed: %w", p.name, p.opts.Within, why),
-			"still false %v after the heal", tr.End.Sub(tr.Healed))
+		return fail(fmt.Errorf("%s: did not converge after the faults healed: %w", p.name, why),
+			"still false %v after the heal, past the deadline of %v", tr.End.Sub(tr.Healed), p.opts.Within)
 	}
 	return pending("false %v after the heal: %v", tr.End.Sub(tr.Healed), why)
 }

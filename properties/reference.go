@@ -30,6 +30,10 @@ type ReferenceOptions struct {
 	Within time.Duration
 	// Stable is how long the case must then keep matching. Zero means 2 s.
 	Stable time.Duration
+	// Rest: a case that differs and has been at rest this long after the
+	// heal fails then, before Within (see Converge). Zero means a third of
+	// Within, at least 10 s; negative waits out Within.
+	Rest time.Duration
 }
 
 // ReferenceRun is a case's reference: the same fixtures and the same user
@@ -251,9 +255,14 @@ func stableClaimName(name string, prefixes []string) string {
 
 // late judges a case whose newest state differs from the reference's.
 func (p *matchesReference) late(tr *Trace, what, diff string) Verdict {
-	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
+	since, rest := tr.atRest(restFor(p.opts.Rest, p.opts.Within))
+	if tr.Final || rest || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
+		when := fmt.Sprintf("%v after the heal", tr.End.Sub(tr.Healed))
+		if rest && !tr.Final {
+			when = fmt.Sprintf("at rest since %v after the heal, for %v", since.Sub(tr.Healed), tr.End.Sub(since))
+		}
 		return fail(fmt.Errorf("%s: the end state differs from the reference run's: %s", MatchesReferenceName, what),
-			"-reference +case:\n%s", clip(diff, 8000))
+			"%s; -reference +case:\n%s", when, clip(diff, 8000))
 	}
 	return pending("differs from the reference: %s", what)
 }

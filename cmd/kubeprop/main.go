@@ -208,9 +208,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if err := pointAtSpec(f.Scenario, l.path); err != nil {
 		return harnessError(err)
 	}
-	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
+	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  shrink: %s\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
 		f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
-		f.Scenario, f.Page, f.Scenario)
+		f.Shrink, f.Scenario, f.Page, f.Scenario)
 	fmt.Fprintf(stdout, "FAIL %s: %s", name, detail)
 	return finish(junitCase{Failure: &junitProblem{Message: f.Message, Type: f.Property, Text: "property " + f.Property + ": " + detail}}, exitFailed)
 }

@@ -253,7 +253,7 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
 			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, filepath.Join("..", "reports", scenarios, filepath.Base(f.Scenario))), outcome, order}
-		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\n", target.Name, f.Message, page)
+		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\ndemo: %s: shrink %s\n", target.Name, f.Message, page, target.Name, f.Shrink)
 	}
 	d.mu.Lock()
 	d.rows = append(d.rows, r)

@@ -1,0 +1,164 @@
+package properties
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// A case at rest: nothing happened to it for a while and nothing is known
+// to be about to. A deadline property (Converge, MatchesReference) whose
+// state is still wrong at rest fails then, instead of waiting out its
+// deadline: nobody is left to act on it. Most of a failing case's time,
+// and so of a shrink, was that wait.
+
+// restFor is the rest a deadline property takes as final, for its
+// deadline within: a third of it, and at least minRest; rest, when set.
+func restFor(rest, within time.Duration) time.Duration {
+	if rest != 0 {
+		return rest
+	}
+	return min(within, max(minRest, within/3))
+}
+
+// minRest is the least default rest: longer than the timers a correct
+// controller commonly waits on silently (a requeue a few seconds on, a
+// work queue's back-off after a short error window).
+const minRest = 10 * time.Second
+
+// atRest reports whether the case has been at rest for rest by the end of
+// the trace, after the heal, and if so since when.
+func (tr *Trace) atRest(rest time.Duration) (time.Time, bool) {
+	if rest < 0 || tr.Healed.IsZero() {
+		return time.Time{}, false
+	}
+	since, ok := tr.restingSince()
+	return since, ok && tr.End.Sub(since) >= rest
+}
+
+// restingSince is when the case came to rest: the later of the heal, the
+// last change to the objects, the controller's last request or reconcile,
+// the last exec, and when a timer known to be pending comes due (a
+// reconcile's RequeueAfter; a retry after a failure, at twice the gap
+// between the last two attempts, as a work queue's exponential back-off
+// would). ok is false while something is known to be under way: an
+// object being deleted, a pod not running and ready (a probe, a
+// restart's back-off, the scheduler or a volume to wait for).
+func (tr *Trace) restingSince() (time.Time, bool) {
+	since := tr.Healed
+	later := func(t time.Time) {
+		if t.After(since) {
+			since = t
+		}
+	}
+	if n := len(tr.States); n > 0 {
+		last := tr.States[n-1]
+		later(last.At)
+		for _, o := range last.Objects {
+			if inMotion(o) {
+				return time.Time{}, false
+			}
+		}
+	}
+	for _, e := range tr.Execs {
+		later(e.At)
+	}
+	// The controller's requests; and when its last write failed, the
+	// retry due at twice the gap since the failed write before it.
+	var lastWrite, prevFailed *Request
+	for i := range tr.Requests {
+		r := &tr.Requests[i]
+		if tr.Controller == "" || r.User != tr.Controller || r.Verb == "watch" || r.Resource == "events" || r.Resource == "leases" {
+			continue
+		}
+		later(r.At)
+		if isWrite(r.Verb) {
+			if lastWrite != nil && retried(lastWrite.Code) {
+				prevFailed = lastWrite
+			}
+			lastWrite = r
+		}
+	}
+	if lastWrite != nil && retried(lastWrite.Code) && prevFailed != nil {
+		later(lastWrite.At.Add(2 * lastWrite.At.Sub(prevFailed.At)))
+	}
+	// In-process reconciles: each key's last, and its requeue.
+	lastOf := map[string]int{}
+	prevOf := map[string]int{}
+	for i, r := range tr.Reconciles {
+		if j, ok := lastOf[r.Key]; ok {
+			prevOf[r.Key] = j
+		}
+		lastOf[r.Key] = i
+		later(r.At)
+	}
+	for key, i := range lastOf {
+		r := tr.Reconciles[i]
+		switch {
+		case r.RequeueAfter > 0:
+			later(r.At.Add(r.RequeueAfter))
+		case r.Err != "" || r.Requeue:
+			gap := time.Second // a first failure's retry comes well within it
+			if j, ok := prevOf[key]; ok {
+				gap = max(gap, 2*r.At.Sub(tr.Reconciles[j].At))
+			}
+			later(r.At.Add(gap))
+		}
+	}
+	return since, true
+}
+
+// retried is whether a request that answered code is one a client retries:
+// a conflict, throttling, or a server error (what APIErrors answers).
+func retried(code int) bool {
+	return code == 409 || code == 429 || code >= 500
+}
+
+// inMotion is whether o is known to be about to change without anyone's
+// request: it is being deleted, a workload's ready replicas are not yet
+// available, or it is a pod that is not both running and ready, or ended.
+func inMotion(o *unstructured.Unstructured) bool {
+	if o.GetDeletionTimestamp() != nil {
+		return true
+	}
+	// Ready replicas not yet available: a minReadySeconds timer runs
+	// (Deployment, ReplicaSet, StatefulSet, DaemonSet's numberAvailable
+	// aside).
+	ready, hasReady, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
+	available, hasAvailable, _ := unstructured.NestedInt64(o.Object, "status", "availableReplicas")
+	if hasReady && hasAvailable && available < ready {
+		return true
+	}
+	if o.GetKind() != "Pod" || o.GetAPIVersion() != "v1" {
+		return false
+	}
+	phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+	switch phase {
+	case "Succeeded", "Failed":
+		return false
+	case "Running":
+	default:
+		return true
+	}
+	// Not Ready: a probe, or a lost node's eviction, is yet to act.
+	conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conditions {
+		if c, _ := c.(map[string]any); c["type"] == "Ready" && c["status"] != "True" {
+			return true
+		}
+	}
+	statuses, _, _ := unstructured.NestedSlice(o.Object, "status", "containerStatuses")
+	if len(statuses) == 0 {
+		return true
+	}
+	for _, s := range statuses {
+		s, _ := s.(map[string]any)
+		if ready, _ := s["ready"].(bool); !ready {
+			return true
+		}
+		if state, _ := s["state"].(map[string]any); state["waiting"] != nil {
+			return true
+		}
+	}
+	return false
+}
