@@ -79,7 +79,7 @@ func TestConvergeAtRest(t *testing.T) {
 	for name, o := range map[string]*unstructured.Unstructured{
 		"pending": pod("Pending", false, false), "not ready": pod("Running", false, false), "waiting": pod("Running", true, true),
 		"condition not ready": notReady,
-		"deleting": deleting, "unavailable": unavailable,
+		"deleting":            deleting, "unavailable": unavailable,
 	} {
 		tr = stuck(50 * s)
 		last := &tr.States[len(tr.States)-1]
