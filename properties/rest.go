@@ -38,7 +38,8 @@ func (tr *Trace) atRest(rest time.Duration) (time.Time, bool) {
 
 // restingSince is when the case came to rest: the later of the heal, the
 // last change to the objects, the controller's last request or reconcile,
-// the last exec, and when a timer known to be pending comes due (a
+// the last exec and event (a fault, a user change, watch events held back
+// and delivered), and when a timer known to be pending comes due (a
 // reconcile's RequeueAfter; a retry after a failure, at twice the gap
 // between the last two attempts, as a work queue's exponential back-off
 // would). ok is false while something is known to be under way: an
@@ -61,6 +62,11 @@ func (tr *Trace) restingSince() (time.Time, bool) {
 		}
 	}
 	for _, e := range tr.Execs {
+		later(e.At)
+	}
+	// A fault or user change, or watch events held back and now
+	// delivered: news the controller may yet act on.
+	for _, e := range tr.Events {
 		later(e.At)
 	}
 	// The controller's requests; and when its last write failed, the

@@ -37,6 +37,11 @@ func TestConvergeAtRest(t *testing.T) {
 		{At: at(8 * s), User: "someone", Verb: "get", Resource: "apps"}}
 	require.True(t, p.Check(tr).Done)
 
+	// So do watch events held back and delivered after the heal.
+	tr = stuck(21 * s)
+	tr.Events = []Event{{At: at(5 * s), Kind: DeliveryEvent, Name: "StaleWatch{}"}}
+	require.False(t, p.Check(tr).Done, "news at 5 s")
+
 	// A retry due after a refused request: attempts 2 s apart, the last
 	// at 3 s, is due by 7 s; at rest from then.
 	tr = stuck(26 * s)

@@ -48,6 +48,13 @@ type Invariant struct {
 	// from no later than this after the faults heal, and stay. Empty: it
 	// must hold in every state of the case.
 	Within string `json:"within,omitempty"`
+	// Rest, with Within: a case whose invariant is false and that has
+	// been at rest this long (no write, no request of the controller, no
+	// pod starting) fails then, before Within. Empty: a third of Within,
+	// at least 10 s. A controller that waits on a timer of its own, with
+	// no request, needs a rest longer than that timer; Within's value
+	// waits out the deadline.
+	Rest string `json:"rest,omitempty"`
 }
 
 // stateVar holds a state's objects by "apiVersion kind" for objects():
@@ -105,20 +112,29 @@ func (inv Invariant) property(env *invariantEnv, schema map[string]any) (propert
 		return nil, err
 	}
 	if c.transition {
-		if inv.Within != "" {
-			return nil, fmt.Errorf("invariant %q: it reads oldObject, so it judges every change; within does not apply: remove it", inv.Name)
+		if inv.Within != "" || inv.Rest != "" {
+			return nil, fmt.Errorf("invariant %q: it reads oldObject, so it judges every change; within and rest do not apply: remove them", inv.Name)
 		}
 		return evaluated{properties.Transitions(inv.Name, c.checkChange), inv.Kind}, nil
 	}
 	if inv.Within == "" {
+		if inv.Rest != "" {
+			return nil, fmt.Errorf("invariant %q: rest applies to an invariant with within only: add within, or remove rest", inv.Name)
+		}
 		return evaluated{properties.Always(inv.Name, c.check(false)), inv.Kind}, nil
 	}
 	within, err := time.ParseDuration(inv.Within)
 	if err != nil || within <= 0 {
 		return nil, fmt.Errorf("invariant %q: within is %q; give a duration such as 60s", inv.Name, inv.Within)
 	}
+	var rest time.Duration
+	if inv.Rest != "" {
+		if rest, err = time.ParseDuration(inv.Rest); err != nil || rest <= 0 {
+			return nil, fmt.Errorf("invariant %q: rest is %q; give a duration such as 20s", inv.Name, inv.Rest)
+		}
+	}
 	// It must come to hold on objects: none at the end is not a pass.
-	return properties.Converges(inv.Name, c.check(true), within), nil
+	return properties.Converge(inv.Name, c.check(true), properties.ConvergeOptions{Within: within, Rest: rest}), nil
 }
 
 // compiledInvariant is an invariant ready to evaluate.

@@ -134,7 +134,7 @@ func TestInvariantTransitions(t *testing.T) {
 	env, err := newInvariantEnv(recordedHere)
 	require.NoError(t, err)
 	_, err = Invariant{Name: "grows", Kind: "StatefulSet", Within: "30s", Expression: "object.spec.replicas >= oldObject.spec.replicas"}.property(env, nil)
-	require.EqualError(t, err, `invariant "grows": it reads oldObject, so it judges every change; within does not apply: remove it`)
+	require.EqualError(t, err, `invariant "grows": it reads oldObject, so it judges every change; within and rest do not apply: remove them`)
 }
 
 // TestInvariantNeverEvaluated: an invariant over a kind no state of the
