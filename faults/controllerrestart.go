@@ -107,4 +107,20 @@ var _ LooksBack = ControllerRestartStep{}
 // LooksBack: with Into, the view is into the step before.
 func (s ControllerRestartStep) LooksBack() bool { return s.Into > 0 }
 
-func (controllerRestart) Decode(b []byte) (Step, error) { return decodeStep[ControllerRestartStep](b) }
+// Decode refuses what Apply would: a scenario file with a bad into fails
+// as it loads, not in the middle of its case.
+func (controllerRestart) Decode(b []byte) (Step, error) {
+	st, err := decodeStep[ControllerRestartStep](b)
+	if err != nil {
+		return nil, err
+	}
+	switch s := st.(ControllerRestartStep); {
+	case s.Into < 0 || s.Into > 99:
+		return nil, fmt.Errorf("ControllerRestart: into is %d: give a percentage of the step before, 1-99 (or 0 for staleMs)", s.Into)
+	case s.Into > 0 && s.StaleMs != 0:
+		return nil, fmt.Errorf("ControllerRestart: both into (%d) and staleMs (%d) are set: give one", s.Into, s.StaleMs)
+	case s.StaleMs < 0:
+		return nil, fmt.Errorf("ControllerRestart: staleMs is %d: give milliseconds back, or 0 for a fresh view", s.StaleMs)
+	}
+	return st, nil
+}

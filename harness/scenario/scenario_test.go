@@ -44,12 +44,14 @@ func TestWriteAndRead(t *testing.T) {
 func TestReadBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	for text, want := range map[string]string{
-		"version: 2\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\n":           "has version 2; this kubeprop reads version 1",
-		"version: 1\nplan: []\nexpect: {outcome: pass}\n":                                     "empty plan",
-		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: fail}\n":           "names no expect.property",
-		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: maybe}\n":          `expect.outcome is "maybe"`,
-		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\nextra: 1\n": "malformed",
-		"version: 1\nplan: [{fault: NodeLost, node: 0}]\nexpect: {outcome: pass}\n":           "step 1",
+		"version: 2\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\n":                          "has version 2; this kubeprop reads version 1",
+		"version: 1\nplan: []\nexpect: {outcome: pass}\n":                                                    "empty plan",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: fail}\n":                          "names no expect.property",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: maybe}\n":                         `expect.outcome is "maybe"`,
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass}\nextra: 1\n":                "malformed",
+		"version: 1\nplan: [{fault: NodeLost, node: 0}]\nexpect: {outcome: pass}\n":                          "step 1",
+		"version: 1\nplan: [{fault: ControllerRestart, into: 150}]\nexpect: {outcome: pass}\n":               "into is 150: give a percentage of the step before, 1-99",
+		"version: 1\nplan: [{fault: ControllerRestart, into: 50, staleMs: 2000}]\nexpect: {outcome: pass}\n": "both into (50) and staleMs (2000) are set: give one",
 	} {
 		path := filepath.Join(dir, "s.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
