@@ -308,6 +308,12 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	index, first, err := s.firstFailingOf(s.plans(probe), "", time.Time{}, 1, true)
 	// A probe still running when a failure was found is not needed.
 	endProbe()
+	if err == nil && first == nil {
+		// Every plan passed: a teardown stuck after its pass was told
+		// is still the harness's failure.
+		s.wait()
+		err = s.takeLateErr()
+	}
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -378,7 +384,7 @@ type searcher struct {
 	onCase sync.Mutex
 	// runCase runs a case: run, or a stand-in in the shrinker's tests.
 	runCase func(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (*Report, error)
-	// lateErr: a teardown stuck after its case's failure was told (guarded
+	// lateErr: a teardown stuck after its case's outcome was told (guarded
 	// by mu).
 	lateErr error
 	// shrinking is the property being shrunk, once the shrink began;
@@ -394,36 +400,45 @@ type searcher struct {
 }
 
 // run runs one plan and tells found its outcome, once: the report of a
-// failure (nil for a pass), or the harness's failure. A failure is told as
-// soon as the properties judged it, before the case's teardown, which
+// failure (nil for a pass), or the harness's failure. The outcome is told
+// as soon as the properties judged the case, before its teardown, which
 // holds the case's slot until it ends: the search has its answer that
-// much sooner. Until run returns, the report's Teardown, Timeline and
-// Times are still being written; OnCase gets it after. A teardown stuck
-// after a failure was told is kept for Find (see takeLateErr).
+// much sooner, and a shrink pass, which waits for the candidates before
+// the one that failed, does not wait for their teardowns (a stateful
+// operator's takes 20 s: claims and volumes). Until run returns, the
+// report's Teardown, Timeline and Times are still being written; OnCase
+// gets it after. A teardown stuck after the outcome was told is kept for
+// Find (see takeLateErr).
 func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
 	s.mu.Lock()
 	shrinking := s.shrinking // a candidate of the shrink, not a plan drawn
 	s.mu.Unlock()
-	told := false
+	told, cutShort := false, false
 	tell := func(rep *Report, err error) {
 		switch {
 		case !told:
-			told = true
+			// Ended by the search before its outcome was in? (Told,
+			// the search ends its context too.)
+			told, cutShort = true, ctx.Err() != nil
 			found(rep, err)
-		case err != nil: // the teardown of a failure told
+		case err != nil: // the teardown of an outcome told
 			s.mu.Lock()
 			s.lateErr = cmp.Or(s.lateErr, err)
 			s.mu.Unlock()
 		}
 	}
 	rep, err := s.runCase(ctx, s.env, s.spec, plan, func(rep *Report) {
-		if s.foreignWrites(rep, plan) == nil && rep.Failed() {
+		switch {
+		case s.foreignWrites(rep, plan) != nil: // told once run returns
+		case rep.Failed():
 			tell(rep, nil)
+		default:
+			tell(nil, nil)
 		}
 	})
 	if shrinking != "" && rep != nil {
 		s.mu.Lock()
-		s.shrinkStats.count(rep, rep.Failed() && rep.Failures[0].Property == shrinking, ctx.Err() != nil)
+		s.shrinkStats.count(rep, rep.Failed() && rep.Failures[0].Property == shrinking, cutShort || !told && ctx.Err() != nil)
 		s.mu.Unlock()
 	}
 	if err != nil {

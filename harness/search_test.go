@@ -342,35 +342,42 @@ func runPlan(s *searcher, plan []faults.Step) (*Report, error) {
 	return rep, err
 }
 
-// TestFailureToldBeforeTeardown: the search has a failing case's report as
-// soon as the properties judged it, while the case tears down in its slot;
-// a teardown that then gets stuck is still the search's failure.
-func TestFailureToldBeforeTeardown(t *testing.T) {
-	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
-	tornDown := make(chan struct{})
-	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, judged func(*Report)) (*Report, error) {
-		rep := &Report{Plan: plan, Failures: []Failure{{Property: "converges"}}}
-		judged(rep)
-		<-tornDown
-		rep.Teardown.stuck = "the controller did not stop"
-		return rep, nil
+// TestOutcomeToldBeforeTeardown: the search has a case's outcome as soon
+// as the properties judged it, while the case tears down in its slot: a
+// failure's report, and a pass (a shrink pass waits for the candidates
+// before the one that failed, not for their teardowns); a teardown that
+// then gets stuck is still the search's failure.
+func TestOutcomeToldBeforeTeardown(t *testing.T) {
+	for _, failing := range []bool{true, false} {
+		s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+		tornDown := make(chan struct{})
+		s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, judged func(*Report)) (*Report, error) {
+			rep := &Report{Plan: plan}
+			if failing {
+				rep.Failures = []Failure{{Property: "converges"}}
+			}
+			judged(rep)
+			<-tornDown
+			rep.Teardown.stuck = "the controller did not stop"
+			return rep, nil
+		}
+		answered := make(chan int)
+		go func() {
+			i, _, err := s.firstFailing([][]faults.Step{scalePlan(0)}, "", time.Time{}, 1, false)
+			assert.NoError(t, err)
+			answered <- i
+		}()
+		select {
+		case i := <-answered:
+			require.Equal(t, map[bool]int{true: 0, false: -1}[failing], i)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer before the case tore down (failing: %v)", failing)
+		}
+		require.NoError(t, s.takeLateErr())
+		close(tornDown)
+		s.wait()
+		require.ErrorContains(t, s.takeLateErr(), "the controller did not stop")
 	}
-	answered := make(chan int)
-	go func() {
-		i, _, err := s.firstFailing([][]faults.Step{scalePlan(0)}, "", time.Time{}, 1, false)
-		assert.NoError(t, err)
-		answered <- i
-	}()
-	select {
-	case i := <-answered:
-		require.Equal(t, 0, i)
-	case <-time.After(30 * time.Second):
-		t.Fatal("no answer before the failing case tore down")
-	}
-	require.NoError(t, s.takeLateErr())
-	close(tornDown)
-	s.wait()
-	require.ErrorContains(t, s.takeLateErr(), "the controller did not stop")
 }
 
 // scaleTo is the stand-in cases' step: a ScaleChange of spec.replicas to

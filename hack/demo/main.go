@@ -296,8 +296,12 @@ func caseLines(prefix string, also func(*harness.Report)) func(*harness.Report) 
 			also(rep)
 		}
 		cases++
-		fmt.Fprintf(os.Stderr, "%s case %d (%v: %s): %s %s\n", prefix, cases,
-			rep.Times.Total().Round(100*time.Millisecond), rep.Times, faults.FormatPlan(rep.Plan), verdict(rep))
+		teardown := "" // where a long one went
+		if rep.Times.Teardown > 10*time.Second {
+			teardown = " (teardown: " + strings.Join(rep.Teardown.Phases, ", ") + ")"
+		}
+		fmt.Fprintf(os.Stderr, "%s case %d (%v: %s%s): %s %s\n", prefix, cases,
+			rep.Times.Total().Round(100*time.Millisecond), rep.Times, teardown, faults.FormatPlan(rep.Plan), verdict(rep))
 	}
 }
 
