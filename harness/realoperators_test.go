@@ -298,8 +298,8 @@ func testStaleRestartProcess(t *testing.T) {
 }
 
 // TestRecreateOfAnUndeletableFixture: a fixture held by a finalizer that
-// nobody removes is not created again: the step is a no-op that says
-// why, and the case goes on.
+// nobody removes is not created again, during the steps or after the
+// heal: the step says why, and the case goes on.
 func TestRecreateOfAnUndeletableFixture(t *testing.T) {
 	t.Parallel()
 	spec := widgetSpec(false)
@@ -314,8 +314,60 @@ func TestRecreateOfAnUndeletableFixture(t *testing.T) {
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
 	require.Empty(t, rep.NoOps, "the deletion was asked for: no no-op\n%s", timeline)
-	require.Contains(t, timeline, "Recreate: web was still being deleted 3s after its deletion (finalizers [test.kubeprop.dev/kept-forever]): not created again")
+	require.Contains(t, timeline, "Recreate: web was still being deleted 3s after its deletion (finalizers [test.kubeprop.dev/kept-forever]): not created again yet")
+	require.NotContains(t, timeline, "created again after the heal")
 	require.Less(t, time.Since(start), time.Minute)
+}
+
+// TestRecreateHeldUntilTheHeal: a fixture whose finalizer the controller
+// cannot remove while a fault refuses its updates is created again once
+// the faults heal, as a user waits for the name: the reference run made
+// that change, and a case without it ends with no object at all (a false
+// alarm of matches-reference on the correct Database operator, [APIErrors
+// {Error: Conflict, Requests: 30, Verb: update, Resource: databases}
+// Recreate{Object: 0}]).
+func TestRecreateHeldUntilTheHeal(t *testing.T) {
+	t.Parallel()
+	spec := widgetSpec(false)
+	spec.Fixtures = func(ns string) []client.Object {
+		w := newWidget(ns, "web", 1)
+		w.SetFinalizers([]string{"test.kubeprop.dev/cleanup"})
+		return []client.Object{w}
+	}
+	// It removes its finalizer from a Widget being deleted, trying every
+	// 200 ms.
+	spec.Controller = harness.Func(func(ctx context.Context, cfg *rest.Config) error {
+		cl, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return err
+		}
+		ns, _ := harness.CaseNamespace(ctx)
+		for {
+			w := newWidget(ns, "web", 1)
+			if cl.Get(ctx, client.ObjectKeyFromObject(w), w) == nil && w.GetDeletionTimestamp() != nil {
+				w.SetFinalizers(nil)
+				_ = cl.Update(ctx, w) // refused while the fault goes on
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+	spec.Ready = func(properties.State) error { return nil }
+	spec.Properties = []properties.Property{properties.NoPanics()}
+	spec.SettleCap = time.Second
+	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{
+		faults.APIErrorsStep{Error: faults.Conflict, Requests: 1000, Verb: "update", Resource: "widgets"}, faults.RecreateStep{}})
+	require.NoError(t, err)
+	timeline := strings.Join(rep.Timeline, "\n")
+	require.Contains(t, timeline, "Recreate: web was still being deleted 3s after its deletion (finalizers [test.kubeprop.dev/cleanup]): not created again yet")
+	require.Contains(t, timeline, "Recreate: web created again after the heal")
+	last := rep.Trace.States[len(rep.Trace.States)-1]
+	widgets := last.ByKind("Widget")
+	require.Len(t, widgets, 1, timeline)
+	require.Nil(t, widgets[0].GetDeletionTimestamp(), "the new Widget, not the old one:\n%s", timeline)
 }
 
 // TestSetupWaitsForTheController: a controller that never writes fails

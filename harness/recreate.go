@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,13 +132,39 @@ func (c *caseRun) fixtureIndex(obj client.Object) int {
 // RecreateFixture deletes the i-th fixture, waits until its name is free
 // (its finalizers done), settles if asked, and creates it again from the
 // user's desired state: a new object, with a new UID. One still being
-// deleted after recreateWaits settle caps is left so, and the timeline
-// says why.
+// deleted after recreateWaits settle caps (a fault refusing the
+// controller's finalizer removal) is created again once the faults heal,
+// as a user waits for the name (finishRecreates): the reference run made
+// that change, and without it the case would end with no object at all.
 func (c *caseRun) RecreateFixture(ctx context.Context, i int, settle bool) error {
 	old := c.fixtures[i]
 	if err := c.userClient.Delete(ctx, old.DeepCopyObject().(client.Object)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("Recreate: deleting %s: %w", old.GetName(), err)
 	}
+	gone, err := c.awaitGone(ctx, old)
+	switch {
+	case err != nil:
+		return err
+	case !gone:
+		// Not a no-op: the deletion was asked for, and the shrinker
+		// drops no-ops as steps that changed nothing.
+		c.unmade = append(c.unmade, i)
+		return nil
+	}
+	if settle {
+		if err := c.Settle(ctx); err != nil {
+			return err
+		}
+	}
+	// Made now, whatever an earlier Recreate of it left to make.
+	c.unmade = slices.DeleteFunc(c.unmade, func(j int) bool { return j == i })
+	return c.createAgain(ctx, i)
+}
+
+// awaitGone waits, up to recreateWaits settle caps, until old's name is
+// free; false (and a line in the timeline) when it is still being
+// deleted then.
+func (c *caseRun) awaitGone(ctx context.Context, old client.Object) (bool, error) {
 	var finalizers []string
 	limit := recreateWaits * c.spec.SettleCap
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
@@ -151,18 +178,38 @@ func (c *caseRun) RecreateFixture(ctx context.Context, i int, settle bool) error
 	})
 	switch {
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return false, ctx.Err()
 	case err != nil:
-		// Not a no-op: the deletion was asked for, and the shrinker
-		// drops no-ops as steps that changed nothing.
-		c.logf("Recreate: %s was still being deleted %v after its deletion (finalizers %v): not created again", old.GetName(), limit, finalizers)
-		return nil
+		c.logf("Recreate: %s was still being deleted %v after its deletion (finalizers %v): not created again yet", old.GetName(), limit, finalizers)
+		return false, nil
 	}
-	if settle {
-		if err := c.Settle(ctx); err != nil {
+	return true, nil
+}
+
+// finishRecreates creates again, once the faults healed, the fixtures a
+// Recreate could not: each once its name is free. One that stays held
+// (a finalizer that no one removes, faults or not) is left so.
+func (c *caseRun) finishRecreates(ctx context.Context) error {
+	for _, i := range c.unmade {
+		gone, err := c.awaitGone(ctx, c.fixtures[i])
+		if err != nil {
 			return err
 		}
+		if !gone {
+			continue
+		}
+		if err := c.createAgain(ctx, i); err != nil {
+			return err
+		}
+		c.logf("Recreate: %s created again after the heal", c.fixtures[i].GetName())
 	}
+	c.unmade = nil
+	return nil
+}
+
+// createAgain creates the i-th fixture from the user's desired state.
+func (c *caseRun) createAgain(ctx context.Context, i int) error {
+	old := c.fixtures[i]
 	obj, err := c.desiredObject(i, old)
 	if err != nil {
 		return fmt.Errorf("Recreate: %w", err)

@@ -121,6 +121,9 @@ type caseRun struct {
 	nodes       []*kubelet.Node
 	fixtures    []client.Object
 	desired     desiredStates // of the fixtures, for Recreate
+	// unmade are the fixtures a Recreate deleted but could not create
+	// again while the faults went on (see finishRecreates).
+	unmade []int
 	recorder    *record.Recorder
 	audit       *record.AuditReader
 	faultClient client.Client
@@ -337,6 +340,9 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	c.ctlFaults.Heal()
 	c.crashes.Wait()
 	if err := c.takeCrashErr(); err != nil {
+		return nil, err
+	}
+	if err := c.finishRecreates(ctx); err != nil {
 		return nil, err
 	}
 	c.recorder.Heal(time.Now())
