@@ -115,15 +115,15 @@ func (r *Report) Failed() bool { return len(r.Failures) > 0 }
 
 // caseRun is one case in progress.
 type caseRun struct {
-	env         *Env
-	spec        Spec
-	namespace   string
-	nodes       []*kubelet.Node
-	fixtures    []client.Object
-	desired     desiredStates // of the fixtures, for Recreate
+	env       *Env
+	spec      Spec
+	namespace string
+	nodes     []*kubelet.Node
+	fixtures  []client.Object
+	desired   desiredStates // of the fixtures, for Recreate
 	// unmade are the fixtures a Recreate deleted but could not create
 	// again while the faults went on (see finishRecreates).
-	unmade []int
+	unmade      []int
 	recorder    *record.Recorder
 	audit       *record.AuditReader
 	faultClient client.Client
