@@ -426,3 +426,36 @@ func TestMessagesNameGeneratedObjectsStably(t *testing.T) {
 	require.EqualError(t, NoFightLoop(FightOptions{}).Check(tr).Err, "no-fight-loop: Pod web-* field spec.replicas alternated between [a b]")
 	require.Equal(t, "web-x7k2p", Write{Name: "web-x7k2p"}.Object())
 }
+
+// TestBoundedBackoffNewsAbsorbsDelays: a reconcile that news started runs
+// while a work queue's delay from an earlier failure runs out, and the
+// attempt after it comes at once; so do the next while each delay is
+// shorter than an attempt. A correct controller-runtime controller whose
+// reconcile takes 45 ms (a RetryOnConflict burst), its status write
+// refused while a scale down sends news, made five attempts back to back
+// (delays 5, 10, 20 and 40 ms) before its first wait. Without the news
+// the same attempts back to back are no back-off.
+func TestBoundedBackoffNewsAbsorbsDelays(t *testing.T) {
+	const attempt = 45 * time.Millisecond
+	reconciles := func(news bool) *Trace {
+		tr := &Trace{Start: t0, Controller: "c", End: at(10 * s), Final: true}
+		d := time.Duration(0)
+		add := func(n bool, err string) {
+			tr.Reconciles = append(tr.Reconciles, Reconcile{At: at(d), Key: "ns/db", Err: err, Requeue: err != "", News: n})
+			d += attempt
+		}
+		add(true, "requeued with back-off") // failure 1: its 5 ms delay is pending
+		add(news, "requeued with back-off") // started by news; the 5 ms run out meanwhile
+		for range 4 {                       // the delays of 10, 20, 40 ms run out as well
+			add(false, "requeued with back-off")
+		}
+		d += 80*time.Millisecond - attempt // the first wait
+		add(false, "")
+		return tr
+	}
+	p := BoundedBackoff(BackoffOptions{})
+	v := p.Check(reconciles(true))
+	require.NoError(t, v.Err, v.Detail)
+	v = p.Check(reconciles(false))
+	require.EqualError(t, v.Err, "bounded-backoff: reconcile of db retried without backing off", v.Detail)
+}
