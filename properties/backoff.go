@@ -46,7 +46,8 @@ type BackoffOptions struct {
 // to a resource the controller writes too ends a streak: every
 // informer-driven controller reacts to such news at once, and a reconcile
 // that then succeeds without the failing request (nothing left to write)
-// rightly starts its back-off anew. Replacing a failing pod (deleting
+// rightly starts its back-off anew; and a work queue's delay that runs
+// out while such a reconcile runs is spent (see absorbed). Replacing a failing pod (deleting
 // a pod it controls whose containers crashed, or that failed) is a retry
 // too: the replacements of one owner's pods may come no faster than an
 // exponential back-off from ReplaceBase allows.
