@@ -161,12 +161,16 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 		}
 		span := streak[len(streak)-1].at.Sub(streak[0].at)
 		base, waited, waits, tries := p.opts.Base, span, "", len(streak)
+		var starts []time.Time // of the attempts, for their own time
 		switch {
 		case t.replacements:
 			base = time.Duration(float64(p.opts.ReplaceBase) / tr.timeScale())
 		case t.mustRecover:
 			waited = waitedIn(streak)
 			waits = fmt.Sprintf(", %v of them waiting beyond the attempts' own time", waited)
+			for _, a := range streak {
+				starts = append(starts, a.at)
+			}
 		default:
 			// A request's retries: a bounded retry helper's burst is
 			// one attempt, and the back-off is judged between bursts.
@@ -174,10 +178,13 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 			tries, waited = len(bursts), waitedBetween(bursts)
 			waits = fmt.Sprintf(" (%d bursts: a retry helper's conflicts, at most %d within %v, are one), %v of them waiting between bursts beyond the attempts' own time",
 				tries, retryBurstTries, retryBurstSpan, waited)
+			for _, b := range bursts {
+				starts = append(starts, b.first)
+			}
 		}
 		budget := budget(base, p.opts.Slack, waited)
 		if afterNews && !t.replacements {
-			budget += absorbed(base, ownTime(streak))
+			budget += absorbed(base, ownTime(starts))
 		}
 		if tries > budget {
 			unit := ""
@@ -333,12 +340,6 @@ func (rs reconcileStarts) runningAt(t time.Time) string {
 	return ""
 }
 
-// newsAt reports whether the reconcile running at t answered news.
-func (rs reconcileStarts) newsAt(t time.Time) bool {
-	r, ok := rs.latestAt(t)
-	return ok && r.News
-}
-
 // startedIn reports whether the reconcile named key started again in
 // (from, to].
 func (rs reconcileStarts) startedIn(key string, from, to time.Time) bool {
@@ -405,12 +406,13 @@ func absorbed(base, own time.Duration) int {
 	return int(math.Floor(math.Log2(float64(own)/float64(base)))) + 1
 }
 
-// ownTime is an attempt's own time in a streak: the shortest gap between
-// the starts of two attempts, at most attemptTimeMax.
-func ownTime(streak []attempt) time.Duration {
+// ownTime is an attempt's own time (a burst's, for a request's retries):
+// the shortest gap between the starts of two attempts, at most
+// attemptTimeMax.
+func ownTime(starts []time.Time) time.Duration {
 	own := attemptTimeMax
-	for i := 1; i < len(streak); i++ {
-		own = min(own, streak[i].at.Sub(streak[i-1].at))
+	for i := 1; i < len(starts); i++ {
+		own = min(own, starts[i].Sub(starts[i-1]))
 	}
 	return own
 }
@@ -475,6 +477,10 @@ func attemptsByTarget(tr *Trace) []target {
 		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0), news: r.News}, true)
 	}
 	reconciles := reconcileStartsOf(tr.Reconciles)
+	// The reconcile each request target was last tried in: a reconcile
+	// that answered news ends a streak at its first try of the target,
+	// not at each of a retry helper's tries in it.
+	triedIn := map[string]time.Time{}
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" {
 			continue
@@ -490,7 +496,13 @@ func attemptsByTarget(tr *Trace) []target {
 		}
 		// Deleting what is already gone reached the goal.
 		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
-		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed, conflict: r.Code == 409, news: reconciles.newsAt(r.At)}, false)
+		news := false
+		if rec, ok := reconciles.latestAt(r.At); ok {
+			last, tried := triedIn[r.Verb+" "+obj]
+			news = rec.News && !(tried && last.Equal(rec.At))
+			triedIn[r.Verb+" "+obj] = rec.At
+		}
+		add(r.Verb+" "+obj, r.Verb+" "+shown, attempt{at: r.At, failed: failed, conflict: r.Code == 409, news: news}, false)
 		if owner := replacedFailingPod(tr, r, lastPods); owner != "" {
 			out[add("replacement of the failing pods of "+owner, "replacement of the failing pods of "+owner, attempt{at: r.At, failed: true}, false)].replacements = true
 		}

@@ -458,4 +458,33 @@ func TestBoundedBackoffNewsAbsorbsDelays(t *testing.T) {
 	require.NoError(t, v.Err, v.Detail)
 	v = p.Check(reconciles(false))
 	require.EqualError(t, v.Err, "bounded-backoff: reconcile of db retried without backing off", v.Detail)
+
+	// The same seen in the requests: each reconcile a RetryOnConflict
+	// burst of five conflicts; news ends a streak at a reconcile's first
+	// try, not at each try of its burst.
+	requests := func(news bool) *Trace {
+		tr := reconciles(news)
+		for i, r := range tr.Reconciles {
+			for k := range 5 {
+				code := 409
+				if i == len(tr.Reconciles)-1 {
+					code = 200
+				}
+				tr.Requests = append(tr.Requests, Request{At: r.At.Add(time.Duration(k)*11*time.Millisecond + time.Millisecond), User: "c",
+					Verb: "update", Resource: "databases", Subresource: "status", Name: "db", Code: code})
+				if code == 200 {
+					break
+				}
+			}
+		}
+		return tr
+	}
+	v = p.Check(requests(true))
+	require.NoError(t, v.Err, v.Detail)
+	// Out of process there are no reconciles to tell news by: the bursts
+	// back to back are no back-off.
+	tr := requests(true)
+	tr.Reconciles = nil
+	v = p.Check(tr)
+	require.EqualError(t, v.Err, "bounded-backoff: update databases/status db retried without backing off", v.Detail)
 }
