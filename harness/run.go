@@ -342,8 +342,11 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	if err := c.takeCrashErr(); err != nil {
 		return nil, err
 	}
-	if err := c.finishRecreates(ctx); err != nil {
-		return nil, err
+	// A case already failed is judged as it is: no name to wait for.
+	if !c.failedInSteps {
+		if err := c.finishRecreates(ctx); err != nil {
+			return nil, err
+		}
 	}
 	c.recorder.Heal(time.Now())
 	c.logf("healed: faults stop")
