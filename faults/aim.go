@@ -129,3 +129,8 @@ func SortWrites(writes []WriteMatch) []WriteMatch {
 	})
 	return slices.Compact(out)
 }
+
+// createsAnything is whether writes hold a create.
+func createsAnything(writes []WriteMatch) bool {
+	return slices.ContainsFunc(writes, func(w WriteMatch) bool { return w.Verb == "create" })
+}

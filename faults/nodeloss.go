@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"slices"
 
 	"pgregory.net/rapid"
 )
@@ -38,11 +37,6 @@ func (nodeLoss) Aims(c Config) []*rapid.Generator[Step] {
 		return nil
 	}
 	return []*rapid.Generator[Step]{nodeLoss{}.Steps(c)}
-}
-
-// createsAnything is whether writes hold a create.
-func createsAnything(writes []WriteMatch) bool {
-	return slices.ContainsFunc(writes, func(w WriteMatch) bool { return w.Verb == "create" })
 }
 
 func (nodeLoss) Decode(b []byte) (Step, error) { return decodeStep[NodeLossStep](b) }
