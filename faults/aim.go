@@ -33,13 +33,13 @@ type LooksBack interface {
 // Aimers: the aimed step, then one of the user changes of fs (drawn as
 // they draw them, at the edges of their values one time in two; for a
 // step aimed at a write, one of those that provoke it, Config.Provoked,
-// when known), and one
-// time in two a user change before it too (a stale view or a restart that
-// lands in what a change left: a re-created object's old children still
-// going). An aim whose steps look back (LooksBack) has a plan per user
-// change instead, that change right before it. A plan of an aim with no
-// user change among fs is the step alone. Within maxSteps. None when no
-// fault of fs aims anywhere.
+// when known), and, but for a step aimed at a write, one time in two a
+// user change before it too (a stale view or a restart that lands in what
+// a change left: a re-created object's old children still going). An aim
+// whose steps look back (LooksBack) has a plan per user change instead,
+// that change right before it. A plan of an aim with no user change among
+// fs is the step alone. Within maxSteps. None when no fault of fs aims
+// anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 	var changes []*rapid.Generator[Step]
 	byName := map[string]*rapid.Generator[Step]{}
@@ -62,17 +62,27 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 				}
 				continue
 			}
-			out = append(out, aimedPlan(aim, changes, provoking(aim, c, byName, changes), maxSteps))
+			before := changes
+			if _, ok := aim.Example(0).(AimedAtWrite); ok {
+				// The write as the probe saw it provoked: a change before
+				// moves the start elsewhere (a scale to zero leaves no
+				// member to grow), and its step is better spent on a
+				// second aim in the same plan.
+				before = nil
+			}
+			out = append(out, aimedPlan(aim, before, provoking(aim, c, byName, changes), maxSteps))
 		}
 	}
 	return out
 }
 
-func aimedPlan(aim *rapid.Generator[Step], changes, after []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
+// aimedPlan is the aimed step, a user change of after, and one time in
+// two a user change of before ahead of them.
+func aimedPlan(aim *rapid.Generator[Step], before, after []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
 	return rapid.Custom(func(t *rapid.T) []Step {
 		var plan []Step
-		if len(changes) > 0 && maxSteps >= 3 && rapid.Bool().Draw(t, "change before") {
-			plan = append(plan, rapid.OneOf(changes...).Draw(t, "before"))
+		if len(before) > 0 && maxSteps >= 3 && rapid.Bool().Draw(t, "change before") {
+			plan = append(plan, rapid.OneOf(before...).Draw(t, "before"))
 		}
 		plan = append(plan, aim.Draw(t, "aimed"))
 		if len(after) > 0 && maxSteps >= 2 {

@@ -40,6 +40,9 @@ func TestAimedPlans(t *testing.T) {
 			require.True(t, IsUserChange(plan[len(plan)-1]), "aim %d ends in a user change: %s", i, FormatPlan(plan))
 			step := plan[len(plan)-2]
 			require.False(t, IsUserChange(step), "aim %d: %s", i, FormatPlan(plan))
+			if _, ok := step.(AimedAtWrite); ok {
+				require.Len(t, plan, 2, "aimed at a write, no change before: %s", FormatPlan(plan))
+			}
 			switch s := step.(type) {
 			case APIErrorsStep:
 				require.Contains(t, writes, WriteMatch{Verb: s.Verb, Resource: s.Resource})

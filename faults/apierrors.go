@@ -23,8 +23,12 @@ const (
 // next Requests of them, or, when Requests is 0, every write for ForMs
 // milliseconds. With Verb or Resource (as CrashAfterWriteStep names a
 // write: "update", "podsets/status"), only those writes fail, and the
-// others neither fail nor count. The errors stop at the heal at the
-// latest.
+// others neither fail nor count. A Conflict answers only the writes a
+// real API server can answer with one: updates, and patches that state
+// the resourceVersion they read or are server-side applies (a plain
+// merge patch never conflicts, and a 409 to one with a uid precondition
+// would say the object was replaced); the others go through uncounted.
+// The errors stop at the heal at the latest.
 type APIErrorsStep struct {
 	Error    APIError `json:"error"`
 	Requests int      `json:"requests,omitempty"`

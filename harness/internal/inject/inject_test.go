@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
 )
@@ -133,17 +138,17 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 	f := New(Options{Namespace: "kp-2", IsCaseNamespace: func(ns string) bool { return ns == "kp-1" || ns == "kp-2" }})
 	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 1, 0)
 	pods := schema.GroupResource{Resource: "pods"}
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", ""))
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "b"))
-	require.NoError(t, f.refusal("delete", "kp-1", pods, "", "a"))
-	require.NoError(t, f.refusal("create", "kube-system", pods, "", ""))
-	require.NoError(t, f.refusal("create", "kp-x", pods, "", ""))
-	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "", "n1"))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", false))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", "b", false))
+	require.NoError(t, f.refusal("delete", "kp-1", pods, "", "a", false))
+	require.NoError(t, f.refusal("create", "kube-system", pods, "", "", false))
+	require.NoError(t, f.refusal("create", "kp-x", pods, "", "", false))
+	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "", "n1", false))
 	// A leader's lease renewals and its Events go through, uncounted.
-	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", "leader"))
-	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, "", ""))
-	require.Error(t, f.refusal("create", "kp-2", pods, "", ""))
-	require.NoError(t, f.refusal("create", "kp-2", pods, "", ""), "one refusal only")
+	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", "leader", true))
+	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, "", "", false))
+	require.Error(t, f.refusal("create", "kp-2", pods, "", "", false))
+	require.NoError(t, f.refusal("create", "kp-2", pods, "", "", false), "one refusal only")
 	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.ForeignWrites())
 }
 
@@ -153,12 +158,50 @@ func TestRefusalOfNamedWrites(t *testing.T) {
 	f := New(Options{Namespace: "kp-1"})
 	f.FailWrites(faults.Conflict, faults.WriteMatch{Verb: "update", Resource: "podsets/status"}, 2, 0)
 	podsets := schema.GroupResource{Group: "kubeprop.dev", Resource: "podsets"}
-	require.NoError(t, f.refusal("update", "kp-1", podsets, "", "a"), "the main resource is another write")
-	require.NoError(t, f.refusal("patch", "kp-1", podsets, "status", "a"), "another verb")
-	require.NoError(t, f.refusal("create", "kp-1", schema.GroupResource{Resource: "pods"}, "", ""))
-	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a"))
-	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a"))
-	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a"), "two refusals only")
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "", "a", true), "the main resource is another write")
+	require.NoError(t, f.refusal("patch", "kp-1", podsets, "status", "a", true), "another verb")
+	require.NoError(t, f.refusal("create", "kp-1", schema.GroupResource{Resource: "pods"}, "", "", false))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", true))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", true))
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a", true), "two refusals only")
+}
+
+// TestConflictOnlyWhereOneCanHappen: a conflict answers updates, and
+// patches that state the resourceVersion they read or are server-side
+// applies; a plain merge patch goes through and does not use it up (a 409
+// there would say the object was replaced, with no new object to show
+// for it).
+func TestConflictOnlyWhereOneCanHappen(t *testing.T) {
+	f := New(Options{Namespace: "kp-1"})
+	f.FailWrites(faults.Conflict, faults.WriteMatch{}, 1, 0)
+	claims := schema.GroupResource{Resource: "persistentvolumeclaims"}
+	require.NoError(t, f.refusal("patch", "kp-1", claims, "", "data-0", false))
+	require.Error(t, f.refusal("patch", "kp-1", claims, "", "data-0", true))
+
+	read := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-0", UID: "u1", ResourceVersion: "7"}}
+	grown := read.DeepCopy()
+	grown.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+	require.False(t, lockedPatch(grown, client.MergeFrom(read)))
+	require.True(t, lockedPatch(grown, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{})))
+	require.True(t, lockedPatch(grown, client.RawPatch(types.ApplyPatchType, []byte("{}"))))
+	require.False(t, lockedPatch(grown, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"uid":"u1"},"spec":{}}`))))
+	require.True(t, lockedPatch(grown, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"test","path":"/metadata/resourceVersion","value":"7"}]`))))
+	require.False(t, lockedPatch(grown, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/replicas","value":2}]`))))
+
+	// Over HTTP (a binary's writes): the body is read and put back.
+	body := `{"metadata":{"resourceVersion":"7"},"spec":{}}`
+	req, err := http.NewRequest("PATCH", "https://127.0.0.1:6443/api/v1/namespaces/kp-1/persistentvolumeclaims/data-0", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", string(types.MergePatchType))
+	require.True(t, lockedPatchRequest(req))
+	left, err := io.ReadAll(req.Body)
+	require.NoError(t, err)
+	require.Equal(t, body, string(left))
+	req, err = http.NewRequest("PATCH", "https://127.0.0.1:6443/api/v1/namespaces/kp-1/persistentvolumeclaims/data-0", strings.NewReader(`{"spec":{}}`))
+	require.NoError(t, err)
+	require.False(t, lockedPatchRequest(req))
+	req.Header.Set("Content-Type", string(types.ApplyPatchType)+"; charset=utf-8")
+	require.True(t, lockedPatchRequest(req))
 }
 
 // TestCrashAimsAtTheControllersKinds: an unnamed crash counts the
