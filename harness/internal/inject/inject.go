@@ -250,8 +250,8 @@ func (f *Faults) Heal() {
 }
 
 // refusal returns the error to answer a write with, or nil to let it
-// through. A conflict answers only writes that can meet one (mayConflict:
-// an update, or a patch that states the resourceVersion it read or is a
+// through. A conflict answers only writes that can meet one (mayConflict,
+// asked only then: an update, or a patch that states the resourceVersion it read or is a
 // server-side apply): a plain merge patch never conflicts, and a 409 to
 // one with a uid precondition says the object was replaced, which a
 // correct controller rightly takes as "gone" and waits for the new
@@ -259,7 +259,7 @@ func (f *Faults) Heal() {
 // outside the case's namespace go through, and so do lease renewals and
 // Events (see aimed): refusing a leader's renewals for seconds would end
 // its leadership, and a correct operator exits then.
-func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, sub, name string, mayConflict bool) error {
+func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, sub, name string, mayConflict func() bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -270,7 +270,7 @@ func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, sub, n
 		return nil
 	case !f.aimed(namespace, gr), !f.failMatch.Matches(verb, withSubresource(gr.Resource, sub)):
 		return nil
-	case f.failErr == faults.Conflict && !mayConflict:
+	case f.failErr == faults.Conflict && !mayConflict():
 		return nil
 	case f.failLeft > 0:
 		f.failLeft--
@@ -385,7 +385,7 @@ func (f *Faults) watchDelayNow() time.Duration {
 // Client wraps the client of one in-process controller instance
 // (controller-runtime's client interceptor).
 func (f *Faults) Client(inst *Instance, c client.WithWatch) client.WithWatch {
-	write := func(verb, sub string, obj any, mayConflict bool, do func() error) error {
+	write := func(verb, sub string, obj any, mayConflict func() bool, do func() error) error {
 		if inst.Dead.Load() {
 			return ErrCrashed
 		}
@@ -421,34 +421,34 @@ func (f *Faults) Client(inst *Instance, c client.WithWatch) client.WithWatch {
 			return read(func() error { return c.List(ctx, list, opts...) })
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return write("create", "", obj, false, func() error { return c.Create(ctx, obj, opts...) })
+			return write("create", "", obj, never, func() error { return c.Create(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return write("update", "", obj, true, func() error { return c.Update(ctx, obj, opts...) })
+			return write("update", "", obj, always, func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			return write("patch", "", obj, lockedPatch(obj, patch), func() error { return c.Patch(ctx, obj, patch, opts...) })
+			return write("patch", "", obj, func() bool { return lockedPatch(obj, patch) }, func() error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			return write("patch", "", obj, true, func() error { return c.Apply(ctx, obj, opts...) })
+			return write("patch", "", obj, always, func() error { return c.Apply(ctx, obj, opts...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			return write("delete", "", obj, false, func() error { return c.Delete(ctx, obj, opts...) })
+			return write("delete", "", obj, never, func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			return write("deletecollection", "", obj, false, func() error { return c.DeleteAllOf(ctx, obj, opts...) })
+			return write("deletecollection", "", obj, never, func() error { return c.DeleteAllOf(ctx, obj, opts...) })
 		},
 		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			return write("create", sub, obj, false, func() error { return c.SubResource(sub).Create(ctx, obj, subObj, opts...) })
+			return write("create", sub, obj, never, func() error { return c.SubResource(sub).Create(ctx, obj, subObj, opts...) })
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			return write("update", sub, obj, true, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+			return write("update", sub, obj, always, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			return write("patch", sub, obj, lockedPatch(obj, patch), func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+			return write("patch", sub, obj, func() bool { return lockedPatch(obj, patch) }, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
 		},
 		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			return write("patch", sub, obj, true, func() error { return c.SubResource(sub).Apply(ctx, obj, opts...) })
+			return write("patch", sub, obj, always, func() error { return c.SubResource(sub).Apply(ctx, obj, opts...) })
 		},
 	})
 }
@@ -682,7 +682,8 @@ func (f *Faults) WrapWrites(inst *Instance) func(http.RoundTripper) http.RoundTr
 				return rt.RoundTrip(req)
 			}
 			verb, gr, ns, name, sub := info.Verb, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Namespace, info.Name, info.Subresource
-			if err := f.refusal(verb, ns, gr, sub, name, verb == "update" || verb == "patch" && lockedPatchRequest(req)); err != nil {
+			mayConflict := func() bool { return verb == "update" || verb == "patch" && lockedPatchRequest(req) }
+			if err := f.refusal(verb, ns, gr, sub, name, mayConflict); err != nil {
 				var status apierrors.APIStatus
 				errors.As(err, &status) // every refusal is an API status
 				f.opts.Refused(properties.Request{
@@ -739,6 +740,11 @@ func statusResponse(req *http.Request, status metav1.Status) *http.Response {
 		Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 	}
 }
+
+// always and never answer whether a write may meet a conflict, for the
+// writes whose kind decides.
+func always() bool { return true }
+func never() bool  { return false }
 
 // lockedPatch reports whether a patch can meet a conflict: a server-side
 // apply, or a patch whose body states a resourceVersion (controller-

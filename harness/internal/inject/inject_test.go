@@ -138,17 +138,17 @@ func TestRefusalInTheCaseNamespace(t *testing.T) {
 	f := New(Options{Namespace: "kp-2", IsCaseNamespace: func(ns string) bool { return ns == "kp-1" || ns == "kp-2" }})
 	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 1, 0)
 	pods := schema.GroupResource{Resource: "pods"}
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", false))
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "b", false))
-	require.NoError(t, f.refusal("delete", "kp-1", pods, "", "a", false))
-	require.NoError(t, f.refusal("create", "kube-system", pods, "", "", false))
-	require.NoError(t, f.refusal("create", "kp-x", pods, "", "", false))
-	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "", "n1", false))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", never))
+	require.NoError(t, f.refusal("create", "kp-1", pods, "", "b", never))
+	require.NoError(t, f.refusal("delete", "kp-1", pods, "", "a", never))
+	require.NoError(t, f.refusal("create", "kube-system", pods, "", "", never))
+	require.NoError(t, f.refusal("create", "kp-x", pods, "", "", never))
+	require.NoError(t, f.refusal("create", "", schema.GroupResource{Resource: "nodes"}, "", "n1", never))
 	// A leader's lease renewals and its Events go through, uncounted.
-	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", "leader", true))
-	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, "", "", false))
-	require.Error(t, f.refusal("create", "kp-2", pods, "", "", false))
-	require.NoError(t, f.refusal("create", "kp-2", pods, "", "", false), "one refusal only")
+	require.NoError(t, f.refusal("update", "kp-2", schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", "leader", always))
+	require.NoError(t, f.refusal("create", "kp-2", schema.GroupResource{Resource: "events"}, "", "", never))
+	require.Error(t, f.refusal("create", "kp-2", pods, "", "", never))
+	require.NoError(t, f.refusal("create", "kp-2", pods, "", "", never), "one refusal only")
 	require.Equal(t, []string{"create pods in kp-1", "delete pods in kp-1"}, f.ForeignWrites())
 }
 
@@ -158,12 +158,12 @@ func TestRefusalOfNamedWrites(t *testing.T) {
 	f := New(Options{Namespace: "kp-1"})
 	f.FailWrites(faults.Conflict, faults.WriteMatch{Verb: "update", Resource: "podsets/status"}, 2, 0)
 	podsets := schema.GroupResource{Group: "kubeprop.dev", Resource: "podsets"}
-	require.NoError(t, f.refusal("update", "kp-1", podsets, "", "a", true), "the main resource is another write")
-	require.NoError(t, f.refusal("patch", "kp-1", podsets, "status", "a", true), "another verb")
-	require.NoError(t, f.refusal("create", "kp-1", schema.GroupResource{Resource: "pods"}, "", "", false))
-	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", true))
-	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", true))
-	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a", true), "two refusals only")
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "", "a", always), "the main resource is another write")
+	require.NoError(t, f.refusal("patch", "kp-1", podsets, "status", "a", always), "another verb")
+	require.NoError(t, f.refusal("create", "kp-1", schema.GroupResource{Resource: "pods"}, "", "", never))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", always))
+	require.Error(t, f.refusal("update", "kp-1", podsets, "status", "a", always))
+	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a", always), "two refusals only")
 }
 
 // TestConflictOnlyWhereOneCanHappen: a conflict answers updates, and
@@ -175,8 +175,8 @@ func TestConflictOnlyWhereOneCanHappen(t *testing.T) {
 	f := New(Options{Namespace: "kp-1"})
 	f.FailWrites(faults.Conflict, faults.WriteMatch{}, 1, 0)
 	claims := schema.GroupResource{Resource: "persistentvolumeclaims"}
-	require.NoError(t, f.refusal("patch", "kp-1", claims, "", "data-0", false))
-	require.Error(t, f.refusal("patch", "kp-1", claims, "", "data-0", true))
+	require.NoError(t, f.refusal("patch", "kp-1", claims, "", "data-0", never))
+	require.Error(t, f.refusal("patch", "kp-1", claims, "", "data-0", always))
 
 	read := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-0", UID: "u1", ResourceVersion: "7"}}
 	grown := read.DeepCopy()
