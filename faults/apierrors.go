@@ -94,7 +94,9 @@ var _ Aimer = apiErrors{}
 // Aims: each of the controller's writes refused as hard as the fault
 // goes (every one for the longest window, or the most requests), with
 // the error an optimistic write meets most (a conflict) for its updates
-// and patches, and a drawn one of the others for every write.
+// and patches (the probe does not see whether a patch states its
+// resourceVersion; for one that does not, that aim refuses nothing), and
+// a drawn one of the others for every write.
 func (apiErrors) Aims(c Config) []*rapid.Generator[Step] {
 	var out []*rapid.Generator[Step]
 	for _, w := range c.Writes {
