@@ -56,14 +56,15 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 			continue
 		}
 		for _, aim := range a.Aims(c) {
-			if lb, ok := aim.Example(0).(LooksBack); ok && lb.LooksBack() && len(changes) > 0 && maxSteps >= 2 {
+			example := aim.Example(0)
+			if lb, ok := example.(LooksBack); ok && lb.LooksBack() && len(changes) > 0 && maxSteps >= 2 {
 				for _, before := range changes {
 					out = append(out, intoPlan(before, aim, changes, maxSteps))
 				}
 				continue
 			}
 			before := changes
-			if _, ok := aim.Example(0).(AimedAtWrite); ok {
+			if _, ok := example.(AimedAtWrite); ok {
 				// The write as the probe saw it provoked: a change before
 				// moves the start elsewhere (a scale to zero leaves no
 				// member to grow), and its step is better spent on a

@@ -47,10 +47,10 @@ type BackoffOptions struct {
 // informer-driven controller reacts to such news at once, and a reconcile
 // that then succeeds without the failing request (nothing left to write)
 // rightly starts its back-off anew; and a work queue's delay that runs
-// out while such a reconcile runs is spent (see absorbed). Replacing a failing pod (deleting
-// a pod it controls whose containers crashed, or that failed) is a retry
-// too: the replacements of one owner's pods may come no faster than an
-// exponential back-off from ReplaceBase allows.
+// out while such a reconcile runs is spent (see absorbed). Replacing a
+// failing pod (deleting a pod it controls whose containers crashed, or
+// that failed) is a retry too: the replacements of one owner's pods may
+// come no faster than an exponential back-off from ReplaceBase allows.
 func BoundedBackoff(opts BackoffOptions) Property {
 	if opts.Base == 0 {
 		opts.Base = 5 * time.Millisecond
