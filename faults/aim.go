@@ -37,9 +37,11 @@ type LooksBack interface {
 // user change before it too (a stale view or a restart that lands in what
 // a change left: a re-created object's old children still going). An aim
 // whose steps look back (LooksBack) has a plan per user change instead,
-// that change right before it. A plan of an aim with no user change among
-// fs is the step alone. Within maxSteps. None when no fault of fs aims
-// anywhere.
+// that change right before it. An aim that is a user change itself (a
+// burst) ends its plan: a change after it would make the controller look
+// again, and undo what the burst left. A plan of an aim with no user
+// change among fs is the step alone. Within maxSteps. None when no fault
+// of fs aims anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 	var changes []*rapid.Generator[Step]
 	byName := map[string]*rapid.Generator[Step]{}
@@ -71,7 +73,11 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 				// second aim in the same plan.
 				before = nil
 			}
-			out = append(out, aimedPlan(aim, before, provoking(aim, c, byName, changes), maxSteps))
+			after := provoking(aim, c, byName, changes)
+			if IsUserChange(example) {
+				after = nil
+			}
+			out = append(out, aimedPlan(aim, before, after, maxSteps))
 		}
 	}
 	return out

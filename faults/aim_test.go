@@ -29,12 +29,20 @@ func TestAimedPlans(t *testing.T) {
 	// CrashLoop 1 (it makes pods), NodeLoss 1 and ChildDelete 1 (it
 	// creates), ControllerRestart 1 + 3 (into each of ScaleChange, Burst,
 	// Recreate), APIErrors 1+2, CrashAfterWrite 2, StaleWatch 1,
-	// ConflictingWriter 1.
-	require.Len(t, gens, 14)
+	// ConflictingWriter 1, Burst 1 (of ScaleChange).
+	require.Len(t, gens, 15)
 	aimed := map[string]int{}
 	for i, gen := range gens {
 		for seed := range 50 {
 			plan := gen.Example(seed)
+			// A burst aimed ends its plan, a change before it one time in two.
+			if b, ok := plan[len(plan)-1].(BurstStep); ok && len(plan) <= 2 && IsUserChange(plan[0]) {
+				require.Len(t, b.Steps, 2, "aim %d: %s", i, FormatPlan(plan))
+				require.True(t, b.GapMs >= 20 && b.GapMs <= 100, "a burst's worth apart: %s", FormatPlan(plan))
+				require.IsType(t, ScaleChangeStep{}, b.Steps[0])
+				aimed["Burst"]++
+				continue
+			}
 			require.GreaterOrEqual(t, len(plan), 2, "aim %d: %s", i, FormatPlan(plan))
 			require.LessOrEqual(t, len(plan), 3, "aim %d: %s", i, FormatPlan(plan))
 			require.True(t, IsUserChange(plan[len(plan)-1]), "aim %d ends in a user change: %s", i, FormatPlan(plan))
@@ -76,7 +84,7 @@ func TestAimedPlans(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, aimed, 14, "every aim: %v", aimed)
+	require.Len(t, aimed, 15, "every aim: %v", aimed)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}
@@ -88,6 +96,9 @@ func TestAimedPlans(t *testing.T) {
 	for _, gen := range AimedPlans(fs, cfg, 5) {
 		for seed := range 30 {
 			plan := gen.Example(seed)
+			if len(plan) < 2 {
+				continue // the burst
+			}
 			if a, ok := plan[len(plan)-2].(AimedAtWrite); ok {
 				w := a.AimedWrite().Resource
 				if after[w] == nil {
@@ -100,7 +111,7 @@ func TestAimedPlans(t *testing.T) {
 	require.Equal(t, map[string]bool{"Recreate": true}, after["podsets/status"])
 	require.Greater(t, len(after["pods"]), 1, "no change known: any")
 
-	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 6, "no writes known: the stale view, the restarts, the fight")
+	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 7, "no writes known: the stale view, the restarts, the fight, the burst")
 	require.Empty(t, AimedPlans([]Fault{ContainerKill(ContainerKillOptions{}), ScaleChange(ScaleOptions{})}, cfg, 5))
 	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ChildDelete(), ScaleChange(ScaleOptions{})}, Config{Nodes: 3, Fixtures: 1,
 		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}}, 5), "it creates nothing: nothing to lose or delete")

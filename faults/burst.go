@@ -91,6 +91,65 @@ func (s BurstStep) Simpler() []Step {
 	return out
 }
 
+// Net is the burst as it ends: each change left out that later changes
+// of the burst make again (every field it sets, of the same fixture, with
+// no Recreate or other change of unknown reach between). A
+// level-triggered controller ends where Net takes it, however fast the
+// changes came: a case that ends elsewhere acted on a change it then
+// marked as seen past, or on one it read once. A burst of one change left
+// is that change.
+func (s BurstStep) Net() Step {
+	var kept []Step
+	for i, st := range s.Steps {
+		if !setAgain(st, s.Steps[i+1:]) {
+			kept = append(kept, st)
+		}
+	}
+	return burstOf(kept, s.GapMs)
+}
+
+// fieldSetter is a user change that sets fields of one fixture and does
+// nothing else.
+type fieldSetter interface {
+	// setsFields are the fixture's index and the paths of the fields the
+	// change sets (a list index as its decimal); ok is false when they
+	// are not known (a JSON patch that adds to or removes from a list).
+	setsFields() (object int, paths [][]string, ok bool)
+}
+
+// setAgain: later changes set every field st sets, of its fixture, before
+// any change whose reach is not known.
+func setAgain(st Step, later []Step) bool {
+	a, ok := st.(fieldSetter)
+	if !ok {
+		return false
+	}
+	object, paths, ok := a.setsFields()
+	if !ok || len(paths) == 0 {
+		return false
+	}
+	for _, l := range later {
+		b, ok := l.(fieldSetter)
+		if !ok {
+			return false // a Recreate or a growth: what follows may build on st
+		}
+		laterObject, laterPaths, ok := b.setsFields()
+		switch {
+		case laterObject != object:
+			continue
+		case !ok:
+			return false
+		}
+		paths = slices.DeleteFunc(paths, func(p []string) bool {
+			return slices.ContainsFunc(laterPaths, func(q []string) bool { return len(q) <= len(p) && slices.Equal(p[:len(q)], q) })
+		})
+		if len(paths) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // burstOf is a burst of steps, or the step itself when there is one.
 func burstOf(steps []Step, gapMs int) Step {
 	if len(steps) == 1 {
@@ -171,6 +230,28 @@ func (f burst) Steps(c Config) *rapid.Generator[Step] {
 	return rapid.Custom(func(t *rapid.T) Step {
 		return BurstStep{Steps: changes.Draw(t, "changes"), GapMs: amountIn(t, 0, 100, "gapMs")}
 	})
+}
+
+var _ Aimer = burst{}
+
+// Aims: two changes of each of its faults, a burst's worth apart (20 to
+// 100 ms: the controller has read the first when the second lands, as a
+// change marked seen while an earlier one is acted on needs), of values
+// that differ when the fault draws more than one.
+func (f burst) Aims(c Config) []*rapid.Generator[Step] {
+	var out []*rapid.Generator[Step]
+	for _, g := range f.of {
+		changes := rapid.Map(g.Steps(c), unsettled)
+		out = append(out, rapid.Custom(func(t *rapid.T) Step {
+			first := changes.Draw(t, "first")
+			second := changes.Draw(t, "second")
+			for try := 0; try < 3 && Format(second) == Format(first); try++ {
+				second = changes.Draw(t, "second")
+			}
+			return BurstStep{Steps: []Step{first, second}, GapMs: rapid.IntRange(20, 100).Draw(t, "gapMs")}
+		}))
+	}
+	return out
 }
 
 // Decode reads a burst's steps with its faults and the catalog's.

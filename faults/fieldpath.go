@@ -64,6 +64,18 @@ func parseFieldPath(path string) ([]pathElem, error) {
 	return elems, nil
 }
 
+// pathNames are a path's elements as names, a list index as its decimal.
+func pathNames(elems []pathElem) []string {
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		out[i] = e.name
+		if e.name == "" {
+			out[i] = strconv.Itoa(e.index)
+		}
+	}
+	return out
+}
+
 // fieldNames returns the path's names, or an error when it indexes a
 // list (server-side apply and merge patches take a list whole).
 func fieldNames(path string) ([]string, error) {

@@ -42,6 +42,16 @@ func (s ScaleChangeStep) Apply(ctx context.Context, t Target) error {
 	return nil
 }
 
+var _ fieldSetter = ScaleChangeStep{}
+
+func (s ScaleChangeStep) setsFields() (int, [][]string, bool) {
+	elems, err := parseFieldPath(s.Field)
+	if err != nil {
+		return s.Object, nil, false
+	}
+	return s.Object, [][]string{pathNames(elems)}, true
+}
+
 // patchFixture patches a fixture as the user; a fixture that is not
 // there (deleted, not yet created again) makes it a no-op.
 func patchFixture(ctx context.Context, t Target, obj client.Object, patchType types.PatchType, patch []byte) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
@@ -47,6 +49,56 @@ func (s UserChangeStep) Apply(ctx context.Context, t Target) error {
 		return fmt.Errorf("%s: patching %s with %s: %w", s.Name, obj.GetName(), s.Patch, err)
 	}
 	return nil
+}
+
+var _ fieldSetter = UserChangeStep{}
+
+// setsFields: a merge patch sets its leaves (a value other than an object
+// with fields, null included); a JSON patch, the paths it replaces, and
+// its reach is not known when it does anything else.
+func (s UserChangeStep) setsFields() (int, [][]string, bool) {
+	if s.Type == JSONPatch {
+		var ops []struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal([]byte(s.Patch), &ops); err != nil {
+			return s.Object, nil, false
+		}
+		var paths [][]string
+		for _, op := range ops {
+			if op.Op != "replace" {
+				return s.Object, nil, false
+			}
+			var path []string
+			for _, e := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
+				path = append(path, strings.NewReplacer("~1", "/", "~0", "~").Replace(e))
+			}
+			paths = append(paths, path)
+		}
+		return s.Object, paths, true
+	}
+	var patch any
+	if err := json.Unmarshal([]byte(s.Patch), &patch); err != nil {
+		return s.Object, nil, false
+	}
+	var paths [][]string
+	var leaves func(prefix []string, v any)
+	leaves = func(prefix []string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			paths = append(paths, prefix)
+			return
+		}
+		for k, child := range m { // an empty object sets nothing
+			leaves(append(slices.Clip(prefix), k), child)
+		}
+	}
+	if _, ok := patch.(map[string]any); !ok {
+		return s.Object, nil, false
+	}
+	leaves(nil, patch)
+	return s.Object, paths, true
 }
 
 // UserChange is a change of the desired state of the user's own design,

@@ -72,6 +72,46 @@ func TestBurst(t *testing.T) {
 	require.ErrorContains(t, Burst(Burst()).(Validator).Validate(), "Burst: Burst is not a user change")
 }
 
+// TestBurstNet: a burst's net changes leave out those that later changes
+// of the burst make again, and keep those a Recreate, a growth or a
+// change of unknown reach comes after.
+func TestBurstNet(t *testing.T) {
+	scale := func(object int, field string, v int64) Step {
+		return ScaleChangeStep{Object: object, Field: field, Value: v}
+	}
+	merge := func(patch string) Step { return UserChangeStep{Name: "Edit", Patch: patch} }
+	jsonPatch := func(patch string) Step { return UserChangeStep{Name: "Edit", Patch: patch, Type: JSONPatch} }
+	for _, tc := range []struct {
+		name  string
+		burst []Step
+		net   Step
+	}{
+		{"the last value", []Step{scale(0, "spec.replicas", 5), scale(0, "spec.replicas", 2)}, scale(0, "spec.replicas", 2)},
+		{"another fixture", []Step{scale(0, "spec.replicas", 5), scale(1, "spec.replicas", 2)},
+			BurstStep{Steps: []Step{scale(0, "spec.replicas", 5), scale(1, "spec.replicas", 2)}, GapMs: 30}},
+		{"another field", []Step{scale(0, "spec.replicas", 5), merge(`{"spec":{"storage":"2Gi"}}`), scale(0, "spec.replicas", 1)},
+			BurstStep{Steps: []Step{merge(`{"spec":{"storage":"2Gi"}}`), scale(0, "spec.replicas", 1)}, GapMs: 30}},
+		{"a merge patch's leaves, set by two later changes",
+			[]Step{merge(`{"spec":{"replicas":4,"storage":"3Gi"}}`), scale(0, "spec.replicas", 1), merge(`{"spec":{"storage":"1Gi"}}`)},
+			BurstStep{Steps: []Step{scale(0, "spec.replicas", 1), merge(`{"spec":{"storage":"1Gi"}}`)}, GapMs: 30}},
+		{"a whole list sets its items", []Step{scale(0, "spec.groups[0].size", 3), merge(`{"spec":{"groups":[]}}`)}, merge(`{"spec":{"groups":[]}}`)},
+		{"a JSON patch's replace", []Step{scale(0, "spec.groups[1].size", 3), jsonPatch(`[{"op":"replace","path":"/spec/groups/1/size","value":1}]`)},
+			jsonPatch(`[{"op":"replace","path":"/spec/groups/1/size","value":1}]`)},
+		{"an item removed shifts the others", []Step{scale(0, "spec.groups[1].size", 3), jsonPatch(`[{"op":"remove","path":"/spec/groups/0"}]`), scale(0, "spec.groups[1].size", 1)},
+			BurstStep{Steps: []Step{scale(0, "spec.groups[1].size", 3), jsonPatch(`[{"op":"remove","path":"/spec/groups/0"}]`), scale(0, "spec.groups[1].size", 1)}, GapMs: 30}},
+		{"an empty object sets nothing", []Step{scale(0, "spec.x.y", 3), merge(`{"spec":{"x":{}}}`)},
+			BurstStep{Steps: []Step{scale(0, "spec.x.y", 3), merge(`{"spec":{"x":{}}}`)}, GapMs: 30}},
+		{"a Recreate between", []Step{scale(0, "spec.replicas", 5), RecreateStep{}, scale(0, "spec.replicas", 2)},
+			BurstStep{Steps: []Step{scale(0, "spec.replicas", 5), RecreateStep{}, scale(0, "spec.replicas", 2)}, GapMs: 30}},
+		{"a growth between", []Step{scale(0, "spec.replicas", 5), VolumeGrowthStep{ByGi: 1}, scale(0, "spec.replicas", 2)},
+			BurstStep{Steps: []Step{scale(0, "spec.replicas", 5), VolumeGrowthStep{ByGi: 1}, scale(0, "spec.replicas", 2)}, GapMs: 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.net, BurstStep{Steps: tc.burst, GapMs: 30}.Net())
+		})
+	}
+}
+
 func TestRecreateAndStaleRestart(t *testing.T) {
 	f := &fakeTarget{fixtures: []client.Object{&unstructured.Unstructured{}, &unstructured.Unstructured{}}}
 	ctx := context.Background()

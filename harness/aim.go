@@ -128,7 +128,14 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 			// restart into each user change).
 			if len(gens) > 2 {
 				second := gens[(k+(len(gens)+1)/2)%len(gens)].Example(ss[i] + 1)
-				if len(plan)+len(second) <= maxSteps {
+				switch _, burst := plan[len(plan)-1].(faults.BurstStep); {
+				case len(plan)+len(second) > maxSteps:
+				case burst:
+					// A change after a burst makes the controller look
+					// again: what the burst left unobserved shows only
+					// with none.
+					plan = append(second, plan...)
+				default:
 					plan = append(plan, second...)
 				}
 			}

@@ -26,13 +26,33 @@ import (
 // that no later step recovers, whose pods outlast the heal on a node that
 // stays lost (a change of the world the case ends in, not a passing
 // fault: a StatefulSet's pod there is never replaced). The passing
-// faults are left out. nodes is the spec's node count.
+// faults are left out, and so are the changes of a burst that later ones
+// of it make again (faults.BurstStep.Net): a controller must end where
+// the last of them takes it. nodes is the spec's node count.
 func referenceSteps(plan []faults.Step, nodes int) []faults.Step {
 	var out []faults.Step
 	for _, i := range referenceIndices(plan, nodes) {
-		out = append(out, plan[i])
+		st := plan[i]
+		if b, ok := st.(faults.BurstStep); ok {
+			st = b.Net()
+		}
+		out = append(out, st)
 	}
 	return out
+}
+
+// netted: a burst of plan makes changes that later changes of it make
+// again, which its reference run leaves out.
+func netted(plan []faults.Step) bool {
+	return slices.ContainsFunc(plan, func(st faults.Step) bool {
+		b, ok := st.(faults.BurstStep)
+		return ok && nettedBurst(b)
+	})
+}
+
+func nettedBurst(b faults.BurstStep) bool {
+	net, ok := b.Net().(faults.BurstStep)
+	return !ok || len(net.Steps) < len(b.Steps)
 }
 
 // referenceIndices are the indices in plan of its referenceSteps.
@@ -70,7 +90,12 @@ func asReferenceNamed(plan, named []faults.Step, nodes int) (out []faults.Step, 
 	}
 	out = slices.Clone(plan)
 	for j, i := range indices {
+		burst, isBurst := plan[i].(faults.BurstStep)
 		switch {
+		case isBurst: // not named; its reference made its net changes
+			if named[j] == nil && !nettedBurst(burst) {
+				skip = append(skip, i)
+			}
 		case named[j] == nil && faults.IsUserChange(plan[i]):
 			skip = append(skip, i)
 		case faults.IsUserChange(named[j]):
@@ -200,12 +225,15 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 var settledEnd = referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second}
 
 // referenceSettled holds a reference run until its objects have seen no
-// write for quiet after the heal, and no claim waits for the hollow
-// provisioner's volume (or within has passed): its end state is then the
-// one to compare with. It never fails. Under load the binder and the
-// provisioner leave more than quiet between their writes; a reference
-// ended there had its claims Pending and its members not ready, and every
-// case of its user changes differed from it.
+// write for quiet after the heal, no claim waits for the hollow
+// provisioner's volume, and no object is on its way (a pod starting, a
+// workload short of its replicas: but what a deletion holds), or within
+// has passed: its end state is then the one to compare with. It never
+// fails. Under load the binder and the provisioner leave more than quiet
+// between their writes; a reference ended there had its claims Pending
+// and its members not ready, and every case of its user changes differed
+// from it. So does a busy controller manager between a StatefulSet's pod
+// deleted and made again: a reference ended with the pod missing.
 type referenceSettled struct{ quiet, within time.Duration }
 
 func (referenceSettled) Name() string             { return "reference-settled" }
@@ -225,8 +253,44 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 		return properties.Verdict{Detail: "writes go on"}
 	case len(tr.States) > 0 && provisioning(tr.States[len(tr.States)-1]):
 		return properties.Verdict{Detail: "claims wait for their volumes"}
+	case len(tr.States) > 0:
+		if what := settling(tr.States[len(tr.States)-1]); what != "" {
+			return properties.Verdict{Detail: what + " is on its way"}
+		}
 	}
 	return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
+}
+
+// settling names an object of s on its way (properties.State.InMotion),
+// leaving out the objects being deleted and their owners up the chain: a
+// pod on a node that stays lost holds its deletion, and its StatefulSet
+// short of it, for ever (and the comparison leaves them out).
+func settling(s properties.State) string {
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range s.Objects {
+		byName[o.GetKind()+" "+o.GetName()] = o
+	}
+	held := map[*unstructured.Unstructured]bool{}
+	for _, o := range s.Objects {
+		for next := []*unstructured.Unstructured{o}; len(next) > 0 && o.GetDeletionTimestamp() != nil; next = next[1:] {
+			if held[next[0]] {
+				continue
+			}
+			held[next[0]] = true
+			for _, ref := range next[0].GetOwnerReferences() {
+				if owner := byName[ref.Kind+" "+ref.Name]; owner != nil {
+					next = append(next, owner)
+				}
+			}
+		}
+	}
+	rest := properties.State{At: s.At}
+	for _, o := range s.Objects {
+		if !held[o] {
+			rest.Objects = append(rest.Objects, o)
+		}
+	}
+	return rest.InMotion()
 }
 
 // provisioning: a claim of the state is handed to the hollow provisioner

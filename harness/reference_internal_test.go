@@ -26,6 +26,14 @@ func TestReferenceSteps(t *testing.T) {
 	require.Equal(t, []faults.Step{faults.NodeLossStep{Node: 0}, scale, writer, faults.RecreateStep{}, faults.NodeLossStep{Node: 2}},
 		referenceSteps(plan, 3))
 	require.Empty(t, referenceSteps([]faults.Step{faults.ChildDeleteStep{}, faults.CrashLoopStep{Pod: 1, Starts: 2}}, 3))
+
+	// A burst: its net changes.
+	burst := faults.BurstStep{Steps: []faults.Step{scale, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}, GapMs: 50}
+	require.Equal(t, []faults.Step{burst.Steps[1]}, referenceSteps([]faults.Step{faults.ControllerRestartStep{}, burst}, 3))
+	require.True(t, netted([]faults.Step{faults.ControllerRestartStep{}, burst}))
+	apart := faults.BurstStep{Steps: []faults.Step{scale, faults.RecreateStep{}}, GapMs: 50}
+	require.Equal(t, []faults.Step{apart}, referenceSteps([]faults.Step{apart}, 3))
+	require.False(t, netted([]faults.Step{apart, scale}))
 }
 
 // TestAsReferenceNamed: a case makes the user changes as its reference
@@ -46,6 +54,16 @@ func TestAsReferenceNamed(t *testing.T) {
 	out, skip = asReferenceNamed(plan, []faults.Step{nil, named[1]}, 3)
 	require.Equal(t, []faults.Step{faults.ContainerKillStep{Pod: 1}, grow, faults.ControllerRestartStep{}, named[1]}, out)
 	require.Equal(t, []int{1}, skip)
+
+	// A burst is made whole, though its reference made its net changes,
+	// and even when they changed nothing.
+	burst := faults.BurstStep{Steps: []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 5}, faults.ScaleChangeStep{Field: "spec.replicas", Value: 3}}, GapMs: 50}
+	out, skip = asReferenceNamed([]faults.Step{burst}, []faults.Step{nil}, 3)
+	require.Equal(t, []faults.Step{burst}, out)
+	require.Empty(t, skip)
+	out, skip = asReferenceNamed([]faults.Step{burst}, []faults.Step{burst.Steps[1]}, 3)
+	require.Equal(t, []faults.Step{burst}, out)
+	require.Empty(t, skip)
 }
 
 // TestReferenceSettled: a reference run ends 2 s after its last write,
@@ -73,4 +91,19 @@ func TestReferenceSettled(t *testing.T) {
 	final := trace(4*time.Second, claim("Pending", storage.Driver))
 	final.Final = true
 	require.True(t, settledEnd.Check(final).Done)
+
+	// A StatefulSet short of a pod: its controller makes it, however long
+	// the quiet; unless a pod of its is being deleted (on a lost node,
+	// for ever).
+	set := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"metadata": map[string]any{"name": "db"}, "spec": map[string]any{"replicas": int64(3)}, "status": map[string]any{"readyReplicas": int64(2)}}}
+	short := trace(4*time.Second, claim("Bound", storage.Driver))
+	short.States[0].Objects = append(short.States[0].Objects, set)
+	v = settledEnd.Check(short)
+	require.False(t, v.Done)
+	require.Equal(t, "StatefulSet db is on its way", v.Detail)
+	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "db-2",
+		"deletionTimestamp": "2026-01-01T00:00:00Z", "ownerReferences": []any{map[string]any{"kind": "StatefulSet", "name": "db"}}}}}
+	short.States[0].Objects = append(short.States[0].Objects, pod)
+	require.True(t, settledEnd.Check(short).Done)
 }

@@ -216,6 +216,11 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 			return nil, fmt.Errorf("the reference run: %w", err)
 		}
 		plan, skip = asReferenceNamed(plan, named, spec.Nodes)
+		if netted(plan) {
+			net := *reference
+			net.NetOfBursts = true
+			reference = &net
+		}
 		referenceLine = "reference run: the one of an earlier case with these user changes"
 		if namespace != "" {
 			referenceLine = fmt.Sprintf("reference run: %s, %.1fs", namespace, times.Reference.Seconds())

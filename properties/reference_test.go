@@ -173,6 +173,33 @@ func TestMatchesReference(t *testing.T) {
 		require.NoError(t, v.Err, v.Detail)
 		require.True(t, v.Done)
 	})
+	t.Run("against a burst's net changes, what both runs have", func(t *testing.T) {
+		// The case acted on a change of its burst that the reference left
+		// out: an extra pod of the group and another StatefulSet pod stay
+		// (history); the StatefulSet's own spec must still match.
+		extra := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			more := objects[6].DeepCopy()
+			more.SetName("web-" + string(randomChars[7]) + "9xz2")
+			third := objects[3].DeepCopy()
+			third.SetName("db-2")
+			return append(objects, more, third)
+		}
+		net := func(tr *Trace) *Trace {
+			tr.Reference.NetOfBursts = true
+			return tr
+		}
+		v := p.Check(net(referenceTrace(20*s, extra, 0)))
+		require.NoError(t, v.Err, v.Detail)
+		require.True(t, v.Done)
+		v = p.Check(referenceTrace(20*s, extra, 0))
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: Pod db-2 not in the reference; Pod web-*: 3 objects, the reference 2")
+		acted := func(sec int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			set(objects[1], int64(3), "spec", "replicas")
+			return extra(sec, objects)
+		}
+		v = p.Check(net(referenceTrace(20*s, acted, 0)))
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: StatefulSet db spec.replicas")
+	})
 	t.Run("history is no state", func(t *testing.T) {
 		// The ControllerRevision deleted: its name is still in values.
 		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {

@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,12 +121,38 @@ func retried(code int) bool {
 	return code == 409 || code == 429 || code >= 500
 }
 
+// InMotion names an object of the state known to be about to change
+// without anyone's request (one being deleted, a pod not running and
+// ready, a workload short of its replicas: see inMotion), or is empty
+// when none is: a run that ends before such an object is done ends
+// half-way.
+func (s State) InMotion() string {
+	for _, o := range s.Objects {
+		if inMotion(o) {
+			return o.GetKind() + " " + o.GetName()
+		}
+	}
+	return ""
+}
+
 // inMotion is whether o is known to be about to change without anyone's
 // request: it is being deleted, a workload's ready replicas are not yet
-// available, or it is a pod that is not both running and ready, or ended.
+// available, a built-in workload has fewer ready replicas than it asks
+// for (its controller makes the pods: a pod just deleted is made again
+// after a while in a busy controller manager's queue), or it is a pod
+// that is not both running and ready, or ended.
 func inMotion(o *unstructured.Unstructured) bool {
 	if o.GetDeletionTimestamp() != nil {
 		return true
+	}
+	if o.GetAPIVersion() == "apps/v1" && slices.Contains([]string{"Deployment", "ReplicaSet", "StatefulSet"}, o.GetKind()) {
+		want, found, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		if !found {
+			want = 1
+		}
+		if ready, _, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas"); ready < want {
+			return true
+		}
 	}
 	// Ready replicas not yet available: a minReadySeconds timer runs
 	// (Deployment, ReplicaSet, StatefulSet, DaemonSet's numberAvailable

@@ -79,12 +79,14 @@ func TestConvergeAtRest(t *testing.T) {
 		"metadata": map[string]any{"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"}}}
 	unavailable := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "d"}, "status": map[string]any{"readyReplicas": int64(2), "availableReplicas": int64(1)}}}
+	short := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"metadata": map[string]any{"name": "db"}, "spec": map[string]any{"replicas": int64(3)}, "status": map[string]any{"readyReplicas": int64(2)}}}
 	notReady := pod("Running", true, false) // on a lost node: its containers still ready
 	notReady.Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False"}}
 	for name, o := range map[string]*unstructured.Unstructured{
 		"pending": pod("Pending", false, false), "not ready": pod("Running", false, false), "waiting": pod("Running", true, true),
 		"condition not ready": notReady,
-		"deleting":            deleting, "unavailable": unavailable,
+		"deleting":            deleting, "unavailable": unavailable, "short of a replica": short,
 	} {
 		tr = stuck(50 * s)
 		last := &tr.States[len(tr.States)-1]
@@ -93,8 +95,14 @@ func TestConvergeAtRest(t *testing.T) {
 		tr.End = at(62 * s)
 		require.True(t, p.Check(tr).Done, name)
 	}
-	// Ended and ready pods are at rest.
-	for _, o := range []*unstructured.Unstructured{pod("Succeeded", false, false), pod("Running", true, false)} {
+	// Ended and ready pods are at rest, and so is a workload with its
+	// replicas ready, or a resource of the user's short of them (its
+	// controller's bug, maybe).
+	full := short.DeepCopy()
+	full.Object["status"] = map[string]any{"readyReplicas": int64(3)}
+	custom := short.DeepCopy()
+	custom.SetAPIVersion("example.com/v1")
+	for _, o := range []*unstructured.Unstructured{pod("Succeeded", false, false), pod("Running", true, false), full, custom} {
 		tr = stuck(21 * s)
 		last := &tr.States[len(tr.States)-1]
 		last.Objects = append(last.Objects, o)
