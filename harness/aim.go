@@ -147,8 +147,10 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		return ps
 	}
 	s.startCase(func() {
-		p, _ := probeWrites(ctx, s.env, s.spec)
-		ps.fill(aimed(p))
+		var once sync.Once
+		fill := func(p probed) { once.Do(func() { ps.fill(aimed(p)) }) }
+		p, _ := probeWrites(ctx, s.env, s.spec, fill)
+		fill(p)
 	})
 	return ps
 }
@@ -158,8 +160,10 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 // controller's distinct writes in the case's namespace (not its leases
 // and Events: see inject's aimed), each with the user changes it
 // followed. The user changes are each fault's first example, so that
-// every probe makes the same ones.
-func probeWrites(ctx context.Context, env *Env, spec Spec) (probed, error) {
+// every probe makes the same ones. judged, when set, gets them as soon as
+// the probe is judged, before its teardown (a stateful operator's takes
+// seconds: claims and volumes), which probeWrites waits for.
+func probeWrites(ctx context.Context, env *Env, spec Spec, judged func(probed)) (probed, error) {
 	spec = spec.withDefaults()
 	objects := spec.fixtureObjects()
 	c := faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects}
@@ -171,11 +175,16 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) (probed, error) {
 		}
 	}
 	spec.Properties = []properties.Property{settledEnd}
-	rep, err := Run(ctx, env, spec, plan)
-	if err != nil {
+	var p probed
+	if _, err := run(ctx, env, spec, plan, func(rep *Report) {
+		p = controllerWrites(rep.Trace, rep.Namespace, plan)
+		if judged != nil {
+			judged(p)
+		}
+	}); err != nil {
 		return probed{}, err
 	}
-	return controllerWrites(rep.Trace, rep.Namespace, plan), nil
+	return p, nil
 }
 
 // controllerWrites are the distinct writes the controller made in

@@ -23,6 +23,6 @@ func GoroutineStacks() []string {
 
 // ProbeWrites is the search's probe of the controller's writes.
 func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, error) {
-	p, err := probeWrites(ctx, env, spec)
+	p, err := probeWrites(ctx, env, spec, nil)
 	return p.writes, p.provoked, err
 }

@@ -146,9 +146,11 @@ type referenceEntry struct {
 
 // reference is the reference run of plan for spec's property p: the
 // cached one, or run now (a case asking for the same while it runs waits
-// for it), and its steps as they acted. took is the time it ran, zero
-// when it was cached.
-func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, named []faults.Step, namespace string, took time.Duration, err error) {
+// for it), and its steps as they acted. took is the time it ran to its
+// verdict, zero when it was cached. A reference run now is told as soon
+// as it is judged, and tears down while its case runs: tornDown returns
+// once it has (the case waits for it before it returns).
+func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, named []faults.Step, namespace string, took time.Duration, tornDown func(), err error) {
 	steps := referenceSteps(plan, spec.Nodes)
 	key := referenceKey{property: p, plan: faults.FormatPlan(steps)}
 	refs := &env.references
@@ -171,16 +173,16 @@ func (env *Env) reference(ctx context.Context, spec Spec, p properties.Reference
 		if ok {
 			select {
 			case <-ctx.Done():
-				return nil, nil, "", 0, ctx.Err()
+				return nil, nil, "", 0, func() {}, ctx.Err()
 			case <-e.done:
 			}
 			if e.err == nil {
-				return e.run, e.steps, "", 0, nil
+				return e.run, e.steps, "", 0, func() {}, nil
 			}
 			continue // its case was cut short: run it here
 		}
 		start := time.Now()
-		e.run, e.steps, namespace, e.err = runReference(ctx, env, spec, steps)
+		e.run, e.steps, namespace, tornDown, e.err = runReference(ctx, env, spec, steps)
 		if e.err != nil {
 			refs.mu.Lock()
 			if refs.entries[key] == e {
@@ -190,13 +192,14 @@ func (env *Env) reference(ctx context.Context, spec Spec, p properties.Reference
 			refs.mu.Unlock()
 		}
 		close(e.done)
-		return e.run, e.steps, namespace, time.Since(start), e.err
+		return e.run, e.steps, namespace, time.Since(start), tornDown, e.err
 	}
 }
 
 // runReference runs steps on spec with no fault and the spec's other
-// properties, to a settled end.
-func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step) (*properties.ReferenceRun, []faults.Step, string, error) {
+// properties, to a settled end, and returns once it is judged; tornDown
+// returns once it has torn down.
+func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step) (_ *properties.ReferenceRun, _ []faults.Step, namespace string, tornDown func(), _ error) {
 	var props []properties.Property
 	for _, p := range spec.Properties {
 		if _, ok := p.(properties.Referenced); !ok {
@@ -204,9 +207,22 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 		}
 	}
 	spec.Properties = append(props, settledEnd)
-	rep, err := Run(ctx, env, spec, steps)
-	if err != nil {
-		return nil, nil, "", err
+	judged := make(chan *Report, 1)
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		_, err = run(ctx, env, spec, steps, func(rep *Report) { judged <- rep })
+	}()
+	tornDown = func() { <-done }
+	var rep *Report
+	select {
+	case rep = <-judged:
+	case <-done:
+		if err != nil {
+			return nil, nil, "", tornDown, err
+		}
+		rep = <-judged
 	}
 	ref := &properties.ReferenceRun{Trace: rep.Trace}
 	if rep.Failed() {
@@ -217,7 +233,7 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 	for _, i := range rep.NoOps {
 		acted[i] = nil
 	}
-	return ref, acted, rep.Namespace, nil
+	return ref, acted, rep.Namespace, tornDown, nil
 }
 
 // settledEnd is the end of a run with no fault (a reference run, the

@@ -212,7 +212,11 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	if p := spec.referenced(); p != nil {
 		var namespace string
 		var named []faults.Step
-		if reference, named, namespace, times.Reference, err = env.reference(ctx, spec, p, plan); err != nil {
+		var referenceTornDown func()
+		reference, named, namespace, times.Reference, referenceTornDown, err = env.reference(ctx, spec, p, plan)
+		// The reference tears down while the case runs.
+		defer referenceTornDown()
+		if err != nil {
 			return nil, fmt.Errorf("the reference run: %w", err)
 		}
 		plan, skip = asReferenceNamed(plan, named, spec.Nodes)
