@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,7 +45,6 @@ type controller struct {
 	opts    Options
 	kube    kubernetes.Interface
 	podSets dynamic.NamespaceableResourceInterface
-	lister  cache.GenericLister
 	queue   workqueue.TypedRateLimitingInterface[string]
 }
 
@@ -72,7 +70,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	podInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 	podSetInformer := podSetInformers.ForResource(podSetResource)
 	c := &controller{
-		opts: opts, kube: kube, podSets: dyn.Resource(podSetResource), lister: podSetInformer.Lister(),
+		opts: opts, kube: kube, podSets: dyn.Resource(podSetResource),
 		// The default rate limiter with its per-key back-off capped.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(podset.RateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clientgo-podset"}),
@@ -156,7 +154,10 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // a malformed key never becomes valid
 	}
-	obj, err := c.lister.ByNamespace(ns).Get(name)
+	// The PodSet is read fresh too, not from the informer: pods sized to
+	// an older spec overshoot (a restarted informer fed by a lagging API
+	// server replays the PodSet's history).
+	obj, err := c.podSets.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -164,7 +165,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	ps := &podset.PodSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).UnstructuredContent(), ps); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.UnstructuredContent(), ps); err != nil {
 		return fmt.Errorf("reading PodSet %s: %w", key, err)
 	}
 	if ps.DeletionTimestamp != nil {

@@ -44,8 +44,12 @@ const progressCheck = 100 * time.Millisecond
 // Reconciler is the PodSet controller. Its zero Flaws make it correct.
 type Reconciler struct {
 	Client client.Client
-	// Reader is read for pods: fresh from the API server, so the
-	// controller never acts on a cache that has not seen its own writes.
+	// Reader is read for the PodSet and its pods: fresh from the API
+	// server, so the controller never acts on a cache that has not seen
+	// its own writes, nor sizes the pods it sees now to an older spec (a
+	// restarted instance's cache, filled from a lagging API server,
+	// replays the PodSet's history: a scale from 3 to 1 read as 3 beside
+	// the one pod there is made two pods too many).
 	Reader client.Reader
 	Scheme *runtime.Scheme
 	// Flaws are the seams the seeded-bug variants (controllers/bugs/...)
@@ -132,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ps := &PodSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ps); err != nil {
+	if err := r.Reader.Get(ctx, req.NamespacedName, ps); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ps.DeletionTimestamp != nil {

@@ -4,8 +4,9 @@
 //
 // It replaces the pods lost with their node (once they are evicted) and
 // the pods that failed, leaves crash-looping containers to the kubelet's
-// back-off, never overshoots (it lists pods fresh from the API server, so
-// it always sees its own writes), and writes its status with server-side
+// back-off, never overshoots (it reads the PodSet and lists its pods fresh
+// from the API server, so it always sees its own writes and sizes the pods
+// to the spec of now), and writes its status with server-side
 // apply under its own field manager. Spec gives its conformance check.
 //
 // The seeded-bug variants under controllers/bugs differ from it by one
