@@ -97,7 +97,7 @@ func Targets() []Target {
 		// A single conflicting round fails only when a later scale change
 		// meets the controller's stale memory of its value: such plans keep
 		// their scale changes (4 steps in one bench seed, 3 in one go test
-		// run); two or more rounds alone fail at once.
+		// run); four or more rounds alone fail at once (two and three pass).
 		expect(target("fightsreplicas", fightsreplicas.New, "no-fight-loop", 1, "ConflictingWriter", "ScaleChange"), 4, 0),
 		target("statustimestamp", statustimestamp.New, "quiescent", 1, "ScaleChange"),
 		target("defaultingfight", defaultingfight.New, "converges", 1, "ScaleChange"),
