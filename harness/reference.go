@@ -270,43 +270,11 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 	case len(tr.States) > 0 && provisioning(tr.States[len(tr.States)-1]):
 		return properties.Verdict{Detail: "claims wait for their volumes"}
 	case len(tr.States) > 0:
-		if what := settling(tr.States[len(tr.States)-1]); what != "" {
+		if what := tr.States[len(tr.States)-1].InMotion(); what != "" {
 			return properties.Verdict{Detail: what + " is on its way"}
 		}
 	}
 	return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
-}
-
-// settling names an object of s on its way (properties.State.InMotion),
-// leaving out the objects being deleted and their owners up the chain: a
-// pod on a node that stays lost holds its deletion, and its StatefulSet
-// short of it, for ever (and the comparison leaves them out).
-func settling(s properties.State) string {
-	byName := map[string]*unstructured.Unstructured{}
-	for _, o := range s.Objects {
-		byName[o.GetKind()+" "+o.GetName()] = o
-	}
-	held := map[*unstructured.Unstructured]bool{}
-	for _, o := range s.Objects {
-		for next := []*unstructured.Unstructured{o}; len(next) > 0 && o.GetDeletionTimestamp() != nil; next = next[1:] {
-			if held[next[0]] {
-				continue
-			}
-			held[next[0]] = true
-			for _, ref := range next[0].GetOwnerReferences() {
-				if owner := byName[ref.Kind+" "+ref.Name]; owner != nil {
-					next = append(next, owner)
-				}
-			}
-		}
-	}
-	rest := properties.State{At: s.At}
-	for _, o := range s.Objects {
-		if !held[o] {
-			rest.Objects = append(rest.Objects, o)
-		}
-	}
-	return rest.InMotion()
 }
 
 // provisioning: a claim of the state is handed to the hollow provisioner

@@ -423,10 +423,7 @@ func held(states []State, stateNames []names) (held, owners, mounted map[string]
 	}
 	for i, s := range states {
 		key := stateNames[i].key
-		byName := map[string]*unstructured.Unstructured{}
-		for _, o := range s.Objects {
-			byName[o.GetKind()+" "+o.GetName()] = o
-		}
+		byName := s.byName()
 		for _, o := range s.Objects {
 			isHeld := o.GetDeletionTimestamp() != nil || held[key[o]]
 			for _, claim := range claimsOf(o) {
@@ -439,13 +436,8 @@ func held(states []State, stateNames []names) (held, owners, mounted map[string]
 			if !isHeld {
 				continue
 			}
-			for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
-				for _, ref := range next[0].GetOwnerReferences() {
-					if owner := byName[ref.Kind+" "+ref.Name]; owner != nil && !owners[key[owner]] {
-						owners[key[owner]] = true
-						next = append(next, owner)
-					}
-				}
+			for owner := range ownerChain(o, byName) {
+				owners[key[owner]] = true
 			}
 		}
 	}
@@ -472,10 +464,9 @@ func claimsOf(o *unstructured.Unstructured) []string {
 // snapshot is a state made comparable with another run's: the compared
 // objects, normalized, by key (a generateName's group sorted).
 func (p *matchesReference) snapshot(s State, n names, held, statusHeld, mounted map[string]bool, used map[int]bool) map[string][]any {
-	byName := map[string]*unstructured.Unstructured{}
+	byName := s.byName()
 	ns := ""
 	for _, o := range s.Objects {
-		byName[o.GetKind()+" "+o.GetName()] = o
 		ns = o.GetNamespace()
 	}
 	nodes := regexp.MustCompile(regexp.QuoteMeta(ns) + `-node-\d+`)
@@ -544,21 +535,12 @@ func (p *matchesReference) compared(o *unstructured.Unstructured, byName map[str
 	if len(p.opts.Kinds) == 0 || o.GetKind() == "PersistentVolumeClaim" {
 		return true
 	}
-	seen := map[*unstructured.Unstructured]bool{}
-	for next := []*unstructured.Unstructured{o}; len(next) > 0; {
-		cur := next[0]
-		next = next[1:]
-		if seen[cur] {
-			continue
-		}
-		seen[cur] = true
-		if slices.Contains(p.opts.Kinds, cur.GetKind()) {
+	if slices.Contains(p.opts.Kinds, o.GetKind()) {
+		return true
+	}
+	for owner := range ownerChain(o, byName) {
+		if slices.Contains(p.opts.Kinds, owner.GetKind()) {
 			return true
-		}
-		for _, ref := range cur.GetOwnerReferences() {
-			if owner := byName[ref.Kind+" "+ref.Name]; owner != nil {
-				next = append(next, owner)
-			}
 		}
 	}
 	return false

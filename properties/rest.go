@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"iter"
 	"slices"
 	"time"
 
@@ -122,17 +123,59 @@ func retried(code int) bool {
 }
 
 // InMotion names an object of the state known to be about to change
-// without anyone's request (one being deleted, a pod not running and
-// ready, a workload short of its replicas: see inMotion), or is empty
-// when none is: a run that ends before such an object is done ends
-// half-way.
+// without anyone's request (a pod not running and ready, a workload short
+// of its replicas: see inMotion), or is empty when none is: a run that
+// ends before such an object is done ends half-way. What a deletion holds
+// is left out, the objects being deleted and their owners up the chain:
+// a pod on a node that stays lost holds its deletion, and its StatefulSet
+// short of it, for ever (and MatchesReference leaves them out too).
 func (s State) InMotion() string {
+	byName := s.byName()
+	held := map[*unstructured.Unstructured]bool{}
 	for _, o := range s.Objects {
-		if inMotion(o) {
+		if o.GetDeletionTimestamp() != nil {
+			held[o] = true
+			for owner := range ownerChain(o, byName) {
+				held[owner] = true
+			}
+		}
+	}
+	for _, o := range s.Objects {
+		if !held[o] && inMotion(o) {
 			return o.GetKind() + " " + o.GetName()
 		}
 	}
 	return ""
+}
+
+// byName are the state's objects by kind and name ("Pod web-0"), as owner
+// references name them.
+func (s State) byName() map[string]*unstructured.Unstructured {
+	out := make(map[string]*unstructured.Unstructured, len(s.Objects))
+	for _, o := range s.Objects {
+		out[o.GetKind()+" "+o.GetName()] = o
+	}
+	return out
+}
+
+// ownerChain yields o's owners found in byName, up the chain, each once.
+func ownerChain(o *unstructured.Unstructured, byName map[string]*unstructured.Unstructured) iter.Seq[*unstructured.Unstructured] {
+	return func(yield func(*unstructured.Unstructured) bool) {
+		seen := map[*unstructured.Unstructured]bool{o: true}
+		for next := []*unstructured.Unstructured{o}; len(next) > 0; next = next[1:] {
+			for _, ref := range next[0].GetOwnerReferences() {
+				owner := byName[ref.Kind+" "+ref.Name]
+				if owner == nil || seen[owner] {
+					continue
+				}
+				seen[owner] = true
+				if !yield(owner) {
+					return
+				}
+				next = append(next, owner)
+			}
+		}
+	}
 }
 
 // inMotion is whether o is known to be about to change without anyone's
