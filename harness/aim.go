@@ -147,10 +147,9 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		return ps
 	}
 	s.startCase(func() {
-		var once sync.Once
-		fill := func(p probed) { once.Do(func() { ps.fill(aimed(p)) }) }
-		p, _ := probeWrites(ctx, s.env, s.spec, fill)
-		fill(p)
+		p, tornDown, _ := probeWrites(ctx, s.env, s.spec)
+		ps.fill(aimed(p))
+		tornDown() // in the probe's slot
 	})
 	return ps
 }
@@ -160,10 +159,10 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 // controller's distinct writes in the case's namespace (not its leases
 // and Events: see inject's aimed), each with the user changes it
 // followed. The user changes are each fault's first example, so that
-// every probe makes the same ones. judged, when set, gets them as soon as
-// the probe is judged, before its teardown (a stateful operator's takes
-// seconds: claims and volumes), which probeWrites waits for.
-func probeWrites(ctx context.Context, env *Env, spec Spec, judged func(probed)) (probed, error) {
+// every probe makes the same ones. It returns as soon as the probe is
+// judged, before its teardown (a stateful operator's takes seconds:
+// claims and volumes); tornDown returns once that has ended.
+func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown func(), _ error) {
 	spec = spec.withDefaults()
 	objects := spec.fixtureObjects()
 	c := faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects}
@@ -174,17 +173,12 @@ func probeWrites(ctx context.Context, env *Env, spec Spec, judged func(probed)) 
 			plan = append(plan, st)
 		}
 	}
-	spec.Properties = []properties.Property{settledEnd}
-	var p probed
-	if _, err := run(ctx, env, spec, plan, func(rep *Report) {
-		p = controllerWrites(rep.Trace, rep.Namespace, plan)
-		if judged != nil {
-			judged(p)
-		}
-	}); err != nil {
-		return probed{}, err
+	spec.Properties = []properties.Property{quietEnd}
+	rep, tornDown, err := runJudged(ctx, env, spec, plan)
+	if err != nil {
+		return probed{}, tornDown, err
 	}
-	return p, nil
+	return controllerWrites(rep.Trace, rep.Namespace, plan), tornDown, nil
 }
 
 // controllerWrites are the distinct writes the controller made in

@@ -23,6 +23,7 @@ func GoroutineStacks() []string {
 
 // ProbeWrites is the search's probe of the controller's writes.
 func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, error) {
-	p, err := probeWrites(ctx, env, spec, nil)
+	p, tornDown, err := probeWrites(ctx, env, spec)
+	tornDown()
 	return p.writes, p.provoked, err
 }
