@@ -34,7 +34,10 @@ type LooksBack interface {
 // they draw them, at the edges of their values one time in two; for a
 // step aimed at a write, one of those that provoke it, Config.Provoked,
 // when known), and, but for a step aimed at a write, one time in two a
-// user change before it too (a stale view or a restart that lands in what
+// user change before it too. A step that is not Armed acts by itself,
+// and a change after it may undo what it left (a Recreate after a node
+// loss replaces the pods the loss left terminating): its change after
+// is drawn one time in two (a stale view or a restart that lands in what
 // a change left: a re-created object's old children still going). An aim
 // whose steps look back (LooksBack) has a plan per user change instead,
 // that change right before it. An aim that is a user change itself (a
@@ -77,22 +80,24 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 			if IsUserChange(example) {
 				after = nil
 			}
-			out = append(out, aimedPlan(aim, before, after, maxSteps))
+			_, armed := example.(Armed)
+			out = append(out, aimedPlan(aim, before, after, !armed, maxSteps))
 		}
 	}
 	return out
 }
 
-// aimedPlan is the aimed step, a user change of after, and one time in
-// two a user change of before ahead of them.
-func aimedPlan(aim *rapid.Generator[Step], before, after []*rapid.Generator[Step], maxSteps int) *rapid.Generator[[]Step] {
+// aimedPlan is the aimed step, a user change of after (one time in two
+// when mayEnd), and one time in two a user change of before ahead of
+// them.
+func aimedPlan(aim *rapid.Generator[Step], before, after []*rapid.Generator[Step], mayEnd bool, maxSteps int) *rapid.Generator[[]Step] {
 	return rapid.Custom(func(t *rapid.T) []Step {
 		var plan []Step
 		if len(before) > 0 && maxSteps >= 3 && rapid.Bool().Draw(t, "change before") {
 			plan = append(plan, rapid.OneOf(before...).Draw(t, "before"))
 		}
 		plan = append(plan, aim.Draw(t, "aimed"))
-		if len(after) > 0 && maxSteps >= 2 {
+		if len(after) > 0 && maxSteps >= 2 && (!mayEnd || rapid.Bool().Draw(t, "change after")) {
 			plan = append(plan, rapid.OneOf(after...).Draw(t, "change"))
 		}
 		return plan
@@ -147,7 +152,23 @@ func SortWrites(writes []WriteMatch) []WriteMatch {
 	return slices.Compact(out)
 }
 
-// createsAnything is whether writes hold a create.
-func createsAnything(writes []WriteMatch) bool {
-	return slices.ContainsFunc(writes, func(w WriteMatch) bool { return w.Verb == "create" })
+// createsAnything is whether the controller creates anything: its writes
+// hold a create, or they are not known.
+func (c Config) createsAnything() bool {
+	return !c.WritesKnown || slices.ContainsFunc(c.Writes, func(w WriteMatch) bool { return w.Verb == "create" })
+}
+
+// makesPods is whether the controller creates pods, or its writes are
+// not known.
+func (c Config) makesPods() bool {
+	return !c.WritesKnown || slices.Contains(c.Writes, WriteMatch{Verb: "create", Resource: "pods"})
+}
+
+// aimedWrites are the writes aims at writes land on: each of the
+// controller's, or, not known, one match of every write.
+func (c Config) aimedWrites() []WriteMatch {
+	if !c.WritesKnown {
+		return []WriteMatch{{}}
+	}
+	return c.Writes
 }

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,16 +14,16 @@ import (
 // write, conflicts over its updates and patches, as hard as APIErrors
 // goes; a stale view; a restart with a stale view, and one looking into
 // each user change, that change right before it; a conflicting writer of
-// as many rounds as it goes; when it creates, a node lost and a child deleted.
-// With no
-// write known, only the aims that need none; with no Aimer, none.
+// as many rounds as it goes; when it creates, a node lost and a child
+// deleted. With its writes known to be none, only the aims that need
+// none; not known, every write aimed at; with no Aimer, none.
 func TestAimedPlans(t *testing.T) {
 	web := &unstructured.Unstructured{}
 	web.SetUnstructuredContent(map[string]any{"apiVersion": "v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(3)}})
 	writes := SortWrites([]WriteMatch{{Verb: "update", Resource: "podsets/status"}, {Verb: "create", Resource: "pods"}, {Verb: "create", Resource: "pods"}})
 	require.Equal(t, []WriteMatch{{Verb: "create", Resource: "pods"}, {Verb: "update", Resource: "podsets/status"}}, writes)
-	cfg := Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}, Writes: writes}
+	cfg := Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}, Writes: writes, WritesKnown: true}
 	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
 
 	gens := AimedPlans(fs, cfg, 5)
@@ -32,6 +33,7 @@ func TestAimedPlans(t *testing.T) {
 	// ConflictingWriter 1, Burst 1 (of ScaleChange).
 	require.Len(t, gens, 15)
 	aimed := map[string]int{}
+	changeAfter := map[string]int{} // by fault
 	for i, gen := range gens {
 		for seed := range 50 {
 			plan := gen.Example(seed)
@@ -43,10 +45,15 @@ func TestAimedPlans(t *testing.T) {
 				aimed["Burst"]++
 				continue
 			}
-			require.GreaterOrEqual(t, len(plan), 2, "aim %d: %s", i, FormatPlan(plan))
 			require.LessOrEqual(t, len(plan), 3, "aim %d: %s", i, FormatPlan(plan))
-			require.True(t, IsUserChange(plan[len(plan)-1]), "aim %d ends in a user change: %s", i, FormatPlan(plan))
-			step := plan[len(plan)-2]
+			step := plan[len(plan)-1]
+			if IsUserChange(step) {
+				step = plan[len(plan)-2]
+				changeAfter[step.Fault()]++
+			} else {
+				_, armed := step.(Armed)
+				require.False(t, armed, "aim %d: an armed step needs a change after it: %s", i, FormatPlan(plan))
+			}
 			require.False(t, IsUserChange(step), "aim %d: %s", i, FormatPlan(plan))
 			if _, ok := step.(AimedAtWrite); ok {
 				require.Len(t, plan, 2, "aimed at a write, no change before: %s", FormatPlan(plan))
@@ -88,6 +95,15 @@ func TestAimedPlans(t *testing.T) {
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}
+	// A step that acts by itself is followed by a change one time in two
+	// (a Recreate after a node loss replaces what the loss left).
+	for _, fault := range []string{"NodeLoss", "ChildDelete", "CrashLoop", "ConflictingWriter"} {
+		require.True(t, changeAfter[fault] > 10 && changeAfter[fault] < 40, "%s followed by a change %d times in 50", fault, changeAfter[fault])
+	}
+	for _, fault := range []string{"APIErrors", "CrashAfterWrite", "StaleWatch"} {
+		require.Positive(t, changeAfter[fault], fault)
+		require.Zero(t, changeAfter[fault]%50, "%s: always followed by a change", fault)
+	}
 
 	// The status write followed a Recreate only: a plan aimed at it ends
 	// in a Recreate; one aimed at the pods' creation, in any change.
@@ -111,10 +127,34 @@ func TestAimedPlans(t *testing.T) {
 	require.Equal(t, map[string]bool{"Recreate": true}, after["podsets/status"])
 	require.Greater(t, len(after["pods"]), 1, "no change known: any")
 
-	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1}, 5), 7, "no writes known: the stale view, the restarts, the fight, the burst")
+	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, WritesKnown: true}, 5), 7, "it writes nothing: the stale view, the restarts, the fight, the burst")
 	require.Empty(t, AimedPlans([]Fault{ContainerKill(ContainerKillOptions{}), ScaleChange(ScaleOptions{})}, cfg, 5))
 	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ChildDelete(), ScaleChange(ScaleOptions{})}, Config{Nodes: 3, Fixtures: 1,
-		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}}, 5), "it creates nothing: nothing to lose or delete")
+		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}, WritesKnown: true}, 5), "it creates nothing: nothing to lose or delete")
+
+	// Not known: errors answered to every write (a conflict, and one of
+	// the others), a crash after any of the first writes, and the aims at
+	// what it may make.
+	unknown := AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}}, 5)
+	require.Len(t, unknown, 15, "the 7 that need no write, APIErrors 2, CrashAfterWrite 3, CrashLoop, NodeLoss, ChildDelete")
+	atWrites := map[string]bool{}
+	for _, gen := range unknown {
+		for seed := range 20 {
+			plan := gen.Example(seed)
+			if a, ok := plan[0].(AimedAtWrite); ok {
+				require.Equal(t, WriteMatch{}, a.AimedWrite(), "every write: %s", FormatPlan(plan))
+				require.Len(t, plan, 2, "then a user change: %s", FormatPlan(plan))
+				switch s := plan[0].(type) {
+				case APIErrorsStep:
+					atWrites[s.Fault()+map[bool]string{true: " conflict", false: ""}[s.Error == Conflict]] = true
+				case CrashAfterWriteStep:
+					atWrites[fmt.Sprintf("%s after %d", s.Fault(), s.Writes)] = true
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]bool{"APIErrors": true, "APIErrors conflict": true,
+		"CrashAfterWrite after 1": true, "CrashAfterWrite after 2": true, "CrashAfterWrite after 3": true}, atWrites)
 	for seed := range 20 {
 		plan := AimedPlans([]Fault{CrashAfterWrite()}, cfg, 5)[0].Example(seed)
 		require.Len(t, plan, 1, "no user change: the aimed step alone")

@@ -96,12 +96,14 @@ var _ Aimer = apiErrors{}
 // the error an optimistic write meets most (a conflict) for its updates
 // and patches (the probe does not see whether a patch states its
 // resourceVersion; for one that does not, that aim refuses nothing), and
-// a drawn one of the others for every write.
+// a drawn one of the others for every write. Not known, every write
+// refused: a conflict (answering only the optimistic ones), and one of
+// the others.
 func (apiErrors) Aims(c Config) []*rapid.Generator[Step] {
 	var out []*rapid.Generator[Step]
-	for _, w := range c.Writes {
+	for _, w := range c.aimedWrites() {
 		errs := []APIError{TooManyRequests, InternalError, Timeout}
-		if w.Verb == "update" || w.Verb == "patch" {
+		if w.Verb == "update" || w.Verb == "patch" || w.Verb == "" {
 			out = append(out, hardest(w, []APIError{Conflict}))
 		}
 		out = append(out, hardest(w, errs))

@@ -48,7 +48,7 @@ func (childDelete) Steps(Config) *rapid.Generator[Step] {
 // Aims: one of the fixtures' children deleted, when the controller
 // creates anything: its children are what it must make again.
 func (childDelete) Aims(c Config) []*rapid.Generator[Step] {
-	if !createsAnything(c.Writes) {
+	if !c.createsAnything() {
 		return nil
 	}
 	return []*rapid.Generator[Step]{childDelete{}.Steps(c)}

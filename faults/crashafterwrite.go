@@ -79,8 +79,17 @@ func (crashAfterWrite) Steps(Config) *rapid.Generator[Step] {
 var _ Aimer = crashAfterWrite{}
 
 // Aims: a crash after each of the controller's writes, its first to
-// third from the step on.
+// third from the step on; its writes not known, a crash after each of the
+// first three writes of any kind (a change provokes a sequence of writes,
+// and a crash between two of them is at one place in it).
 func (crashAfterWrite) Aims(c Config) []*rapid.Generator[Step] {
+	if !c.WritesKnown {
+		var out []*rapid.Generator[Step]
+		for k := 1; k <= 3; k++ {
+			out = append(out, rapid.Just[Step](CrashAfterWriteStep{Writes: k}))
+		}
+		return out
+	}
 	var out []*rapid.Generator[Step]
 	for _, w := range c.Writes {
 		out = append(out, rapid.Custom(func(t *rapid.T) Step {

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"slices"
 
 	"pgregory.net/rapid"
 )
@@ -46,12 +45,12 @@ func (crashLoop) Steps(Config) *rapid.Generator[Step] {
 
 var _ Aimer = crashLoop{}
 
-// Aims: when the controller makes pods (Config.Writes), one of them
+// Aims: when the controller makes pods (or may: Config.WritesKnown), one of them
 // crash-looping as long as the fault goes, the template's crash that
 // every replacement meets too: what a controller that replaces failing
 // pods must back off from.
 func (crashLoop) Aims(c Config) []*rapid.Generator[Step] {
-	if !slices.Contains(c.Writes, WriteMatch{Verb: "create", Resource: "pods"}) {
+	if !c.makesPods() {
 		return nil
 	}
 	return []*rapid.Generator[Step]{rapid.Custom(func(t *rapid.T) Step {

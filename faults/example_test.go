@@ -25,7 +25,7 @@ func Example() {
 // right before a user change.
 func ExampleAimedPlans() {
 	writes := faults.SortWrites([]faults.WriteMatch{{Verb: "update", Resource: "podsets/status"}, {Verb: "create", Resource: "pods"}})
-	c := faults.Config{Nodes: 3, Fixtures: 1, Writes: writes}
+	c := faults.Config{Nodes: 3, Fixtures: 1, Writes: writes, WritesKnown: true}
 	aims := faults.AimedPlans([]faults.Fault{faults.CrashAfterWrite(), faults.ScaleChange(faults.ScaleOptions{})}, c, 5)
 	fmt.Println(len(aims), "aims")
 	plan := aims[1].Example(1)

@@ -85,8 +85,15 @@ type Config struct {
 	// the fixture's).
 	Objects []client.Object
 	// Writes are the controller's distinct writes in a run with no fault,
-	// when known: where aimed steps land (see Aimer).
+	// when known (WritesKnown): where aimed steps land (see Aimer).
 	Writes []WriteMatch
+	// WritesKnown: Writes are what a run showed. When they are not, an
+	// aim at a write aims at every write (errors answered to all, a crash
+	// after the first writes of any kind), and the aims at what the
+	// controller makes (its pods crash-looping, a node lost under them)
+	// are taken as if it made pods: what a search aims at before it has
+	// seen the controller act.
+	WritesKnown bool
 	// Provoked are, for each of Writes, the user changes (by fault name)
 	// after which the controller made it in that run; a write it made
 	// only before any change has none. A plan aimed at a write follows

@@ -33,7 +33,7 @@ func (nodeLoss) Steps(c Config) *rapid.Generator[Step] {
 // anything (pods, or a workload that runs them): the pods there are
 // evicted, and must be replaced, or, a StatefulSet's, must not be yet.
 func (nodeLoss) Aims(c Config) []*rapid.Generator[Step] {
-	if c.Nodes == 0 || !createsAnything(c.Writes) {
+	if c.Nodes == 0 || !c.createsAnything() {
 		return nil
 	}
 	return []*rapid.Generator[Step]{nodeLoss{}.Steps(c)}

@@ -16,14 +16,18 @@ import (
 // Plans aimed at the controller (faults.Aimer): half of a search's plans,
 // the odd ones, each put one aimed step (a crash after one of the
 // controller's writes, errors answered to one of them, a stale view, a
-// fight over a field) right before a user change, the aims taken in turn
-// from a place drawn from the seed. The controller's writes come from a
-// probe: the spec's fixtures and one of each of its user changes, with no
-// fault, run in a slot of Parallel while the first unaimed plans run. A
-// probe that fails leaves the aims that need no writes. The even plans
-// are drawn as before (faults.Plan), so a seed draws the same plans
-// whatever Parallel is, as long as the controller's distinct writes are
-// the same in every probe.
+// fight over a field) right before a user change, and a second aim when
+// it fits. The controller's writes come from a probe: the spec's fixtures
+// and one of each of its user changes, with no fault, run in a slot of
+// Parallel. The first half of the odd plans do not wait for it: they aim
+// at every write (errors answered to all, a crash after each of the first
+// writes), at its view (a stale watch), at what the controller may make,
+// then at what needs no write, and start with the unaimed plans; the rest, drawn once the
+// probe ended, aim at each write it saw and at the aims not taken yet. A
+// probe that fails leaves them the aims not taken. The even plans are
+// drawn as before (faults.Plan), so a seed draws the same plans whatever
+// Parallel is, as long as the controller's distinct writes are the same
+// in every probe.
 
 // planSet is a search's plans, some drawn later.
 type planSet struct {
@@ -81,30 +85,104 @@ func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]fa
 }
 
 // probed is what the search's probe saw the controller do: its writes,
-// and the user changes after which it made each.
+// and the user changes after which it made each; known is false when no
+// probe ran to its end.
 type probed struct {
+	known    bool
 	writes   []faults.WriteMatch
 	provoked map[faults.WriteMatch][]string
 }
 
 // aimedPlans are the spec's aimed plan generators for the controller's
-// writes (none known: nil).
+// writes (not known: aimed at every write).
 func (s Spec) aimedPlans(p probed) []*rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
 	objects := s.fixtureObjects()
-	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: p.writes, Provoked: p.provoked}
+	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: p.writes, WritesKnown: p.known, Provoked: p.provoked}
 	return faults.AimedPlans(s.Faults, c, s.MaxSteps)
 }
 
 // aimsNeedWrites reports whether the spec's faults aim at the
 // controller's writes, so that the search probes them.
 func (s Spec) aimsNeedWrites() bool {
-	return len(s.aimedPlans(probed{writes: []faults.WriteMatch{{Verb: "create"}}})) > len(s.aimedPlans(probed{}))
+	return len(s.aimedPlans(probed{known: true, writes: []faults.WriteMatch{{Verb: "create"}}})) > len(s.aimedPlans(probed{known: true}))
+}
+
+// aimKey names an aim by its generator's first example: the same aim
+// drawn before and after the probe has the same one.
+func aimKey(gen *rapid.Generator[[]faults.Step]) string { return faults.FormatPlan(gen.Example(0)) }
+
+// aimsFirst orders gens: the armed aims first (errors, crashes and stale
+// views, which act on what the change after them provokes, seconds after
+// the start), then those whose key is not in later (the aims at what the
+// controller may make, not known yet), then the rest from place on,
+// round.
+func aimsFirst(gens []*rapid.Generator[[]faults.Step], later map[string]bool, place uint64) []*rapid.Generator[[]faults.Step] {
+	var armed, first, rest []*rapid.Generator[[]faults.Step]
+	for _, g := range gens {
+		switch {
+		case slices.ContainsFunc(g.Example(0), func(s faults.Step) bool {
+			_, ok := s.(faults.Armed)
+			return ok
+		}):
+			armed = append(armed, g)
+		case later[aimKey(g)]:
+			rest = append(rest, g)
+		default:
+			first = append(first, g)
+		}
+	}
+	return slices.Concat(armed, first, rotated(rest, place))
+}
+
+// rotated is gens from place on, round.
+func rotated[T any](gens []T, place uint64) []T {
+	if len(gens) == 0 {
+		return nil
+	}
+	k := int(place % uint64(len(gens)))
+	return append(slices.Clone(gens[k:]), gens[:k]...)
+}
+
+// joinedAims draws plan j of n from gens (none: the random plan of its
+// seed) and returns the aims it took: aim j, and, when they fit in
+// maxSteps, the aim n further on (half-way round when gens are fewer than
+// 2n), so that n plans reach the first 2n aims, each once. Of two aims,
+// the plan that ends in a burst goes last: a change after a burst makes
+// the controller look again, and what the burst left unobserved shows
+// only with none.
+func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
+	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
+		m := len(gens)
+		if m == 0 {
+			return random.Example(seed), nil
+		}
+		aim := gens[j%m]
+		plan := aim.Example(seed)
+		if m <= 2 {
+			return plan, []*rapid.Generator[[]faults.Step]{aim}
+		}
+		further := n
+		if m < 2*n {
+			further = (m + 1) / 2
+		}
+		other := gens[(j+further)%m]
+		second := other.Example(seed + 1)
+		switch _, burst := plan[len(plan)-1].(faults.BurstStep); {
+		case len(plan)+len(second) > maxSteps:
+			return plan, []*rapid.Generator[[]faults.Step]{aim}
+		case burst:
+			plan = append(second, plan...)
+		default:
+			plan = append(plan, second...)
+		}
+		return plan, []*rapid.Generator[[]faults.Step]{aim, other}
+	}
 }
 
 // plans are the search's plans: the even ones drawn now, the odd ones
-// aimed, drawn now or once the probe (started here, ended by ctx) showed
-// the controller's writes.
+// aimed, the first half of those drawn now, the rest once the probe
+// (started here, ended by ctx) showed the controller's writes.
 func (s *searcher) plans(ctx context.Context) *planSet {
 	n, seed := s.opts.Checks, s.opts.Seed
 	ps := &planSet{plans: make([][]faults.Step, n), drawn: make(chan struct{})}
@@ -114,41 +192,45 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		ps.plans[i] = random.Example(ss[i])
 	}
 	maxSteps := s.spec.withDefaults().MaxSteps
-	aimed := func(p probed) func(i int) []faults.Step {
-		gens := s.spec.aimedPlans(p)
-		return func(i int) []faults.Step {
-			if len(gens) == 0 {
-				return random.Example(ss[i])
-			}
-			k := i/2 + int(seed%uint64(len(gens)))
-			plan := gens[k%len(gens)].Example(ss[i])
-			// And the aim half-way round, when the two fit: the aimed
-			// half of 20 plans reaches 20 aims, not 10 (a stateful
-			// operator has 20-30: a crash and errors at each write, a
-			// restart into each user change).
-			if len(gens) > 2 {
-				second := gens[(k+(len(gens)+1)/2)%len(gens)].Example(ss[i] + 1)
-				switch _, burst := plan[len(plan)-1].(faults.BurstStep); {
-				case len(plan)+len(second) > maxSteps:
-				case burst:
-					// A change after a burst makes the controller look
-					// again: what the burst left unobserved shows only
-					// with none.
-					plan = append(second, plan...)
-				default:
-					plan = append(plan, second...)
-				}
-			}
-			return plan
-		}
-	}
+	unknown := s.spec.aimedPlans(probed{})
+	odd := n / 2
 	if !s.spec.aimsNeedWrites() {
-		ps.fill(aimed(probed{}))
+		draw := joinedAims(rotated(unknown, seed), odd, maxSteps, random)
+		ps.fill(func(i int) []faults.Step {
+			plan, _ := draw(i/2, ss[i])
+			return plan
+		})
 		return ps
 	}
+	// Now: the armed aims, those at what the controller may make, then
+	// those that need no write (the same once the writes are known).
+	early := (odd + 1) / 2
+	noWrites := map[string]bool{}
+	for _, g := range s.spec.aimedPlans(probed{known: true}) {
+		noWrites[aimKey(g)] = true
+	}
+	now := joinedAims(aimsFirst(unknown, noWrites, seed), early, maxSteps, random)
+	taken := map[string]bool{}
+	for j := range early {
+		plan, aims := now(j, ss[2*j+1])
+		ps.plans[2*j+1] = plan
+		for _, g := range aims {
+			taken[aimKey(g)] = true
+		}
+	}
 	s.startCase(func() {
-		p, tornDown, _ := probeWrites(ctx, s.env, s.spec)
-		ps.fill(aimed(p))
+		p, tornDown, _ := s.probe(ctx, s.env, s.spec)
+		var rest []*rapid.Generator[[]faults.Step]
+		for _, g := range s.spec.aimedPlans(p) {
+			if !taken[aimKey(g)] {
+				rest = append(rest, g)
+			}
+		}
+		later := joinedAims(rotated(rest, seed), odd-early, maxSteps, random)
+		ps.fill(func(i int) []faults.Step {
+			plan, _ := later(i/2-early, ss[i])
+			return plan
+		})
 		tornDown() // in the probe's slot
 	})
 	return ps
@@ -178,7 +260,9 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown f
 	if err != nil {
 		return probed{}, tornDown, err
 	}
-	return controllerWrites(rep.Trace, rep.Namespace, plan), tornDown, nil
+	p := controllerWrites(rep.Trace, rep.Namespace, plan)
+	p.known = true
+	return p, tornDown, nil
 }
 
 // controllerWrites are the distinct writes the controller made in

@@ -300,7 +300,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run}
+	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run, probe: probeWrites}
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
@@ -384,6 +384,9 @@ type searcher struct {
 	onCase sync.Mutex
 	// runCase runs a case: run, or a stand-in in the shrinker's tests.
 	runCase func(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (*Report, error)
+	// probe sees the controller's writes: probeWrites, or a stand-in in
+	// the aims' tests.
+	probe func(ctx context.Context, env *Env, spec Spec) (probed, func(), error)
 	// lateErr: a teardown stuck after its case's outcome was told (guarded
 	// by mu).
 	lateErr error

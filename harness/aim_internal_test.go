@@ -1,0 +1,87 @@
+package harness
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeprop/kubeprop/faults"
+)
+
+// TestAimsBeforeTheProbe: the first half of the aimed plans are drawn
+// before the probe ends, aimed at every write and at what the controller
+// may make; the rest, once it ended, at the writes it saw and at what the
+// first half did not take. The same seed draws the same plans whatever
+// Parallel is.
+func TestAimsBeforeTheProbe(t *testing.T) {
+	spec := Spec{
+		Fixtures: func(ns string) []client.Object {
+			web := &unstructured.Unstructured{}
+			web.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+				"metadata": map[string]any{"name": "web", "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
+			return []client.Object{web}
+		},
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors(), faults.CrashAfterWrite(),
+			faults.StaleWatch(), faults.ControllerRestart(), faults.CrashLoop(), faults.NodeLoss()},
+	}.withDefaults()
+	writes := []faults.WriteMatch{{Verb: "create", Resource: "pods"}, {Verb: "update", Resource: "widgets/status"}}
+	const checks = 20
+	search := func(parallel int) [][]faults.Step {
+		release := make(chan struct{})
+		s := &searcher{spec: spec, opts: SearchOptions{Checks: checks, Seed: 7, Parallel: parallel}, runs: map[string]int{},
+			probe: func(context.Context, *Env, Spec) (probed, func(), error) {
+				<-release
+				return probed{known: true, writes: writes}, func() {}, nil
+			}}
+		ps := s.plans(context.Background())
+		random := spec.Plans()
+		for i, seed := range seeds(7, checks) {
+			switch {
+			case i%2 == 0:
+				require.Equal(t, faults.FormatPlan(random.Example(seed)), faults.FormatPlan(ps.at(i)), "plan %d: rapid's draw", i)
+			case i < checks/2:
+				require.NotNil(t, ps.at(i), "plan %d: drawn before the probe ends", i)
+			default:
+				require.Nil(t, ps.at(i), "plan %d: drawn once the probe ended", i)
+			}
+		}
+		close(release)
+		<-ps.drawn
+		s.wait()
+		return ps.plans
+	}
+	plans := search(4)
+	atWrites := func(plan []faults.Step) (out []faults.WriteMatch) {
+		for _, st := range plan {
+			if a, ok := st.(faults.AimedAtWrite); ok {
+				out = append(out, a.AimedWrite())
+			}
+		}
+		return out
+	}
+	var before, after []faults.WriteMatch
+	for i := 1; i < checks; i += 2 {
+		if i < checks/2 {
+			before = append(before, atWrites(plans[i])...)
+			continue
+		}
+		after = append(after, atWrites(plans[i])...)
+		require.False(t, slices.ContainsFunc(plans[i], func(s faults.Step) bool { return s.Fault() == "NodeLoss" }),
+			"plan %d: the node loss was taken before: %s", i, faults.FormatPlan(plans[i]))
+	}
+	// APIErrors: a conflict and another error; a crash after any write
+	// (and one of them again: 9 aims for 10 places).
+	require.GreaterOrEqual(t, len(before), 3)
+	for _, w := range before {
+		require.Equal(t, faults.WriteMatch{}, w, "aimed at every write before the probe")
+	}
+	require.NotEmpty(t, after)
+	for _, w := range after {
+		require.Contains(t, writes, w, "aimed at the writes the probe saw")
+	}
+	require.Equal(t, plans, search(1), "the same plans at Parallel 1")
+}
