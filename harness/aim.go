@@ -163,7 +163,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
 		}
 		further := n
-		if m < 2*n {
+		if n == 0 || m < 2*n {
 			further = (m + 1) / 2
 		}
 		other := gens[(j+further)%m]
