@@ -34,11 +34,11 @@ type LooksBack interface {
 // they draw them, at the edges of their values one time in two; for a
 // step aimed at a write, one of those that provoke it, Config.Provoked,
 // when known), and, but for a step aimed at a write, one time in two a
-// user change before it too. A step that is not Armed acts by itself,
-// and a change after it may undo what it left (a Recreate after a node
-// loss replaces the pods the loss left terminating): its change after
-// is drawn one time in two (a stale view or a restart that lands in what
-// a change left: a re-created object's old children still going). An aim
+// user change before it too (a stale view or a restart that lands in what
+// a change left: a re-created object's old children still going). A step
+// that is not Armed acts by itself, and a change after it may undo what
+// it left (a Recreate after a node loss replaces the pods the loss left
+// terminating): its change after is drawn one time in two. An aim
 // whose steps look back (LooksBack) has a plan per user change instead,
 // that change right before it. An aim that is a user change itself (a
 // burst) ends its plan: a change after it would make the controller look
