@@ -22,12 +22,12 @@ import (
 // Parallel. The first half of the odd plans do not wait for it: they aim
 // at every write (errors answered to all, a crash after each of the first
 // writes), at its view (a stale watch), at what the controller may make,
-// then at what needs no write, and start with the unaimed plans; the rest, drawn once the
-// probe ended, aim at each write it saw and at the aims not taken yet. A
-// probe that fails leaves them the aims not taken. The even plans are
-// drawn as before (faults.Plan), so a seed draws the same plans whatever
-// Parallel is, as long as the controller's distinct writes are the same
-// in every probe.
+// then at what needs no write, and start with the unaimed plans; the
+// rest, drawn once the probe ended, aim at each write it saw and at the
+// aims not taken yet. A probe that fails leaves them the aims not taken.
+// The even plans are drawn as before (faults.Plan), so a seed draws the
+// same plans whatever Parallel is, as long as the controller's distinct
+// writes are the same in every probe.
 
 // planSet is a search's plans, some drawn later.
 type planSet struct {
@@ -102,22 +102,16 @@ func (s Spec) aimedPlans(p probed) []*rapid.Generator[[]faults.Step] {
 	return faults.AimedPlans(s.Faults, c, s.MaxSteps)
 }
 
-// aimsNeedWrites reports whether the spec's faults aim at the
-// controller's writes, so that the search probes them.
-func (s Spec) aimsNeedWrites() bool {
-	return len(s.aimedPlans(probed{known: true, writes: []faults.WriteMatch{{Verb: "create"}}})) > len(s.aimedPlans(probed{known: true}))
-}
-
 // aimKey names an aim by its generator's first example: the same aim
 // drawn before and after the probe has the same one.
 func aimKey(gen *rapid.Generator[[]faults.Step]) string { return faults.FormatPlan(gen.Example(0)) }
 
 // aimsFirst orders gens: the armed aims first (errors, crashes and stale
 // views, which act on what the change after them provokes, seconds after
-// the start), then those whose key is not in later (the aims at what the
-// controller may make, not known yet), then the rest from place on,
-// round.
-func aimsFirst(gens []*rapid.Generator[[]faults.Step], later map[string]bool, place uint64) []*rapid.Generator[[]faults.Step] {
+// the start), then those whose key is not in needNoWrite (the aims at
+// what the controller may make, not known yet), then the rest from place
+// on, round.
+func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bool, place uint64) []*rapid.Generator[[]faults.Step] {
 	var armed, first, rest []*rapid.Generator[[]faults.Step]
 	for _, g := range gens {
 		switch {
@@ -126,7 +120,7 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], later map[string]bool, pl
 			return ok
 		}):
 			armed = append(armed, g)
-		case later[aimKey(g)]:
+		case needNoWrite[aimKey(g)]:
 			rest = append(rest, g)
 		default:
 			first = append(first, g)
@@ -192,24 +186,30 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		ps.plans[i] = random.Example(ss[i])
 	}
 	maxSteps := s.spec.withDefaults().MaxSteps
-	unknown := s.spec.aimedPlans(probed{})
-	odd := n / 2
-	if !s.spec.aimsNeedWrites() {
-		draw := joinedAims(rotated(unknown, seed), odd, maxSteps, random)
+	// fillAimed draws the odd plans not drawn yet, plan i being draw's
+	// plan i/2 - skip.
+	fillAimed := func(draw func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]), skip int) {
 		ps.fill(func(i int) []faults.Step {
-			plan, _ := draw(i/2, ss[i])
+			plan, _ := draw(i/2-skip, ss[i])
 			return plan
 		})
+	}
+	odd := n / 2
+	unknown := s.spec.aimedPlans(probed{})
+	needNoWrite := s.spec.aimedPlans(probed{known: true})
+	if len(unknown) == len(needNoWrite) {
+		// No aim depends on the writes: no probe.
+		fillAimed(joinedAims(rotated(unknown, seed), odd, maxSteps, random), 0)
 		return ps
 	}
 	// Now: the armed aims, those at what the controller may make, then
 	// those that need no write (the same once the writes are known).
 	early := (odd + 1) / 2
-	noWrites := map[string]bool{}
-	for _, g := range s.spec.aimedPlans(probed{known: true}) {
-		noWrites[aimKey(g)] = true
+	noWrite := map[string]bool{}
+	for _, g := range needNoWrite {
+		noWrite[aimKey(g)] = true
 	}
-	now := joinedAims(aimsFirst(unknown, noWrites, seed), early, maxSteps, random)
+	now := joinedAims(aimsFirst(unknown, noWrite, seed), early, maxSteps, random)
 	taken := map[string]bool{}
 	for j := range early {
 		plan, aims := now(j, ss[2*j+1])
@@ -226,18 +226,14 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 				rest = append(rest, g)
 			}
 		}
-		later := joinedAims(rotated(rest, seed), odd-early, maxSteps, random)
-		ps.fill(func(i int) []faults.Step {
-			plan, _ := later(i/2-early, ss[i])
-			return plan
-		})
+		fillAimed(joinedAims(rotated(rest, seed), odd-early, maxSteps, random), early)
 		tornDown() // in the probe's slot
 	})
 	return ps
 }
 
 // probeWrites runs the spec's fixtures and one of each of its user
-// changes (but bursts), with no fault, to a settled end, and returns the
+// changes (but bursts), with no fault, until 2 s quiet, and returns the
 // controller's distinct writes in the case's namespace (not its leases
 // and Events: see inject's aimed), each with the user changes it
 // followed. The user changes are each fault's first example, so that
