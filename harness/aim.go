@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -23,8 +25,9 @@ import (
 // at every write (errors answered to all, a crash after each of the first
 // writes), at its view (a stale watch), at what the controller may make,
 // then at what needs no write, and start with the unaimed plans; the
-// rest, drawn once the probe ended, aim at each write it saw and at the
-// aims not taken yet. A probe that fails leaves them the aims not taken.
+// rest, drawn once the probe ended, aim at each write it saw (the writes
+// the fewest user changes provoke first) and at the aims not taken yet.
+// A probe that fails leaves them the aims not taken.
 // The even plans are drawn as before (faults.Plan), so a seed draws the
 // same plans whatever Parallel is, as long as the controller's distinct
 // writes are the same in every probe.
@@ -91,6 +94,7 @@ type probed struct {
 	known    bool
 	writes   []faults.WriteMatch
 	provoked map[faults.WriteMatch][]string
+	setup    map[faults.WriteMatch]bool // made before the first user change
 }
 
 // aimedPlans are the spec's aimed plan generators for the controller's
@@ -127,6 +131,54 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bo
 		}
 	}
 	return slices.Concat(armed, first, rotated(rest, place))
+}
+
+// rarestFirst orders the aims drawn once the probe ended: those at a
+// write (faults.AimedAtWrite) by how many user changes provoked it in the
+// probe, the setup counted as one, fewest first, taking turns with the
+// rest (each kind from place on, round). A write every change provokes (a
+// status update) or the setup makes (what a re-create makes again) is on
+// the way of many plans, unaimed ones too; one that a single change
+// provokes (a claim resized after a storage change) is on a path only
+// that change opens, and only an aim there reaches it often. The turns
+// keep the aims that need no write (a restart into a re-create, a burst)
+// from waiting behind every write.
+func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64) []*rapid.Generator[[]faults.Step] {
+	var atWrites, rest []*rapid.Generator[[]faults.Step]
+	provokers := map[*rapid.Generator[[]faults.Step]]int{}
+	for _, g := range gens {
+		i := slices.IndexFunc(g.Example(0), func(s faults.Step) bool {
+			_, ok := s.(faults.AimedAtWrite)
+			return ok
+		})
+		if i < 0 {
+			rest = append(rest, g)
+			continue
+		}
+		w := g.Example(0)[i].(faults.AimedAtWrite).AimedWrite()
+		n := len(p.provoked[w])
+		if p.setup[w] {
+			n++
+		}
+		if n == 0 {
+			n = math.MaxInt // made after nothing the probe made
+		}
+		provokers[g] = n
+		atWrites = append(atWrites, g)
+	}
+	atWrites = rotated(atWrites, place)
+	slices.SortStableFunc(atWrites, func(a, b *rapid.Generator[[]faults.Step]) int { return cmp.Compare(provokers[a], provokers[b]) })
+	rest = rotated(rest, place)
+	out := make([]*rapid.Generator[[]faults.Step], 0, len(gens))
+	for i := range max(len(atWrites), len(rest)) {
+		if i < len(atWrites) {
+			out = append(out, atWrites[i])
+		}
+		if i < len(rest) {
+			out = append(out, rest[i])
+		}
+	}
+	return out
 }
 
 // rotated is gens from place on, round.
@@ -226,17 +278,17 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 				rest = append(rest, g)
 			}
 		}
-		fillAimed(joinedAims(rotated(rest, seed), odd-early, maxSteps, random), early)
+		fillAimed(joinedAims(rarestFirst(rest, p, seed), odd-early, maxSteps, random), early)
 		tornDown() // in the probe's slot
 	})
 	return ps
 }
 
 // probeWrites runs the spec's fixtures and one of each of its user
-// changes (but bursts), with no fault, until 2 s quiet, and returns the
-// controller's distinct writes in the case's namespace (not its leases
-// and Events: see inject's aimed), each with the user changes it
-// followed. The user changes are each fault's first example, so that
+// changes (but bursts), with no fault, each until 2 s quiet (at most
+// 30 s), and returns the controller's distinct writes in the case's
+// namespace (not its leases and Events: see inject's aimed), each with
+// the user changes it followed. The user changes are each fault's first example, so that
 // every probe makes the same ones. It returns as soon as the probe is
 // judged, before its teardown (a stateful operator's takes seconds:
 // claims and volumes); tornDown returns once that has ended.
@@ -252,6 +304,10 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown f
 		}
 	}
 	spec.Properties = []properties.Property{quietEnd}
+	// Each change settles as the probe's end does: a write that comes
+	// seconds after its change (a claim resized once the operator has
+	// waited for its members) is the change's, not the next one's.
+	spec.SettleQuiet, spec.SettleCap = max(spec.SettleQuiet, quietEnd.quiet), max(spec.SettleCap, quietEnd.within)
 	rep, tornDown, err := runJudged(ctx, env, spec, plan)
 	if err != nil {
 		return probed{}, tornDown, err
@@ -272,7 +328,7 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 			steps = append(steps, e.At)
 		}
 	}
-	p := probed{provoked: map[faults.WriteMatch][]string{}}
+	p := probed{provoked: map[faults.WriteMatch][]string{}, setup: map[faults.WriteMatch]bool{}}
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" || r.Namespace != namespace || r.Code >= 300 ||
 			!slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) ||
@@ -286,7 +342,11 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 		w := faults.WriteMatch{Verb: r.Verb, Resource: resource}
 		p.writes = append(p.writes, w)
 		// The step before the write: the last to begin at or before it.
-		if k := sort.Search(len(steps), func(i int) bool { return steps[i].After(r.At) }) - 1; k >= 0 && k < len(plan) {
+		k := sort.Search(len(steps), func(i int) bool { return steps[i].After(r.At) }) - 1
+		if k < 0 {
+			p.setup[w] = true
+		}
+		if k >= 0 && k < len(plan) {
 			if name := plan[k].Fault(); !slices.Contains(p.provoked[w], name) {
 				p.provoked[w] = append(p.provoked[w], name)
 			}

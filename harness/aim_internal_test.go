@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
@@ -84,4 +85,53 @@ func TestAimsBeforeTheProbe(t *testing.T) {
 		require.Contains(t, writes, w, "aimed at the writes the probe saw")
 	}
 	require.Equal(t, plans, search(1), "the same plans at Parallel 1")
+}
+
+// TestRarestFirst: once the probe ended, the aims at the write the fewest
+// user changes provoked (the setup counted as one) come first, taking
+// turns with the aims that need no write; a write made after nothing the
+// probe made comes last.
+func TestRarestFirst(t *testing.T) {
+	spec := Spec{
+		Fixtures: func(ns string) []client.Object {
+			db := &unstructured.Unstructured{}
+			db.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": "Database",
+				"metadata": map[string]any{"name": "db", "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
+			return []client.Object{db}
+		},
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.CrashAfterWrite(),
+			faults.ControllerRestart()},
+	}.withDefaults()
+	status := faults.WriteMatch{Verb: "update", Resource: "databases/status"}
+	resize := faults.WriteMatch{Verb: "patch", Resource: "persistentvolumeclaims"}
+	config := faults.WriteMatch{Verb: "create", Resource: "configmaps"}
+	unknown := faults.WriteMatch{Verb: "delete", Resource: "pods"}
+	p := probed{known: true, writes: faults.SortWrites([]faults.WriteMatch{status, resize, config, unknown}),
+		provoked: map[faults.WriteMatch][]string{status: {"Recreate", "ScaleChange"}, resize: {"ScaleChange"}, config: {"Recreate"}},
+		setup:    map[faults.WriteMatch]bool{status: true, config: true}}
+	gens := spec.aimedPlans(p)
+	aimedAt := func(g *rapid.Generator[[]faults.Step]) (faults.WriteMatch, bool) {
+		for _, st := range g.Example(0) {
+			if a, ok := st.(faults.AimedAtWrite); ok {
+				return a.AimedWrite(), true
+			}
+		}
+		return faults.WriteMatch{}, false
+	}
+	for _, place := range []uint64{0, 1, 2, 5} {
+		ordered := rarestFirst(gens, p, place)
+		require.Len(t, ordered, len(gens), "every aim once")
+		var writes []faults.WriteMatch
+		for i, g := range ordered {
+			w, ok := aimedAt(g)
+			if i < 6 {
+				require.Equal(t, i%2 == 0, ok, "place %d, aim %d: the kinds take turns: %s", place, i, aimKey(g))
+			}
+			if ok {
+				writes = append(writes, w)
+			}
+		}
+		require.Equal(t, []faults.WriteMatch{resize, config, status, unknown}, slices.Compact(writes),
+			"place %d: the rarest write first (1 change), then the setup's that a re-create makes again (2), the status (3), the one made after nothing", place)
+	}
 }

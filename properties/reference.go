@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -87,8 +88,9 @@ type Referenced interface {
 // compared as a group; in values too, a list of pod names in an
 // annotation), the case's namespace and node names in values,
 // pod IPs and node names, cluster IPs and bound volume names, restart
-// counts and containers' last states, and Deployments' revision
-// annotations. Objects still being deleted when the case ends (a pod on a
+// counts and containers' last states, a claim's resize bookkeeping
+// (allocatedResources: a claim grown has it, one made at its size not),
+// and Deployments' revision annotations. Objects still being deleted when the case ends (a pod on a
 // lost node, a claim whose pod still runs) are in neither run's
 // comparison, and the status of their owners is not compared: no
 // controller can finish such a deletion. Nor are claims that no pod of
@@ -101,7 +103,9 @@ type Referenced interface {
 // changes alone; a stale view that deletes the claims of a new
 // incarnation of their owner leaves an end state like the reference's
 // (claims made again, empty). Such a case fails as soon as the controller
-// has deleted more.
+// has deleted more; a deletion in the course of a user change when the
+// reference run had no such claim yet (it made the change before its
+// claims were made) does not count.
 //
 // Its message names the objects and fields that differ; its detail holds
 // the go-cmp diff (-reference +case).
@@ -214,6 +218,13 @@ func lostClaims(tr *Trace) *Verdict {
 			had[stableClaimName(c.GetName(), prefixes)] = true
 		}
 	}
+	// Nor is one it did not have yet when the user change came in whose
+	// course the case deleted it: a Database deleted before its claims
+	// were made (a setup that settled early under load) has none to
+	// reclaim.
+	for name, times := range deleted {
+		deleted[name] = slices.DeleteFunc(times, func(at time.Time) bool { return !hadAtChange(tr, at, name, prefixes) })
+	}
 	var lost, when []string
 	for _, name := range slices.Sorted(maps.Keys(deleted)) {
 		if n := len(deleted[name]); n > len(ref[name]) && had[name] {
@@ -229,6 +240,37 @@ func lostClaims(tr *Trace) *Verdict {
 	v := fail(fmt.Errorf("%s: the controller deleted more claims than in the reference run: %s", MatchesReferenceName, strings.Join(lost, ", ")),
 		"the controller's first deletion of each (from the case's start): %s", strings.Join(when, ", "))
 	return &v
+}
+
+// hadAtChange: the reference run had claim name (stable) when it made
+// the user change in whose course the case's controller deleted it at
+// `at`, the last user change before it (true before any, or when the
+// reference made fewer).
+func hadAtChange(tr *Trace, at time.Time, name string, prefixes []string) bool {
+	userChanges := func(t *Trace) []time.Time {
+		var out []time.Time
+		for _, e := range t.Events {
+			if e.Kind == UserEvent {
+				out = append(out, e.At)
+			}
+		}
+		return out
+	}
+	changes, refChanges := userChanges(tr), userChanges(tr.Reference.Trace)
+	k := sort.Search(len(changes), func(i int) bool { return changes[i].After(at) }) - 1
+	if k < 0 || k >= len(refChanges) {
+		return true
+	}
+	i := tr.Reference.Trace.stateAt(refChanges[k])
+	if i < 0 {
+		return true
+	}
+	for _, c := range tr.Reference.Trace.States[i].ByKind("PersistentVolumeClaim") {
+		if stableClaimName(c.GetName(), prefixes) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // claimsDeleted are, by claim name, the times the controller deleted a
@@ -305,6 +347,10 @@ var ignoredFields = map[string]bool{
 	"restartCount": true, "lastState": true, "containerID": true, "imageID": true,
 	"podIP": true, "podIPs": true, "hostIP": true, "hostIPs": true, "nodeName": true,
 	"clusterIP": true, "clusterIPs": true, "volumeName": true,
+	// A claim's resize bookkeeping: set on a claim grown, never on one
+	// made at the size (a storage change that came before or after a
+	// re-create made the claims); its capacity and request are compared.
+	"allocatedResources": true, "allocatedResourceStatuses": true,
 	"deletionTimestamp": true, "deletionGracePeriodSeconds": true,
 }
 

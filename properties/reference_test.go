@@ -45,9 +45,13 @@ func runObjects(ns string, run int) []*unstructured.Unstructured {
 	claim := func(name string) *unstructured.Unstructured {
 		m := meta("PersistentVolumeClaim", name, "", "")
 		m["annotations"] = map[string]any{"volume.kubernetes.io/selected-node": fmt.Sprintf("%s-node-%d", ns, run%3)}
+		status := map[string]any{"phase": "Bound", "capacity": map[string]any{"storage": "1Gi"}}
+		if run == 1 { // grown to its size in one run, made at it in the other
+			status["allocatedResources"] = map[string]any{"storage": "1Gi"}
+		}
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": m,
 			"spec":   map[string]any{"volumeName": fmt.Sprintf("pvc-%d", run), "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}},
-			"status": map[string]any{"phase": "Bound", "capacity": map[string]any{"storage": "1Gi"}}}}
+			"status": status}}
 	}
 	// Made-up names, as the API server and controllers make them.
 	suffix := func(i int) string { return "web-" + string(randomChars[run]) + string(randomChars[i]) + "xz2" }
@@ -287,6 +291,29 @@ func TestMatchesReference(t *testing.T) {
 		require.True(t, v.Done)
 		require.EqualError(t, v.Err, "matches-reference: the controller deleted more claims than in the reference run: PersistentVolumeClaim data-db-0 (2, the reference 1)")
 		require.Contains(t, v.Detail, "data-db-0 at 1s, data-db-0 at 7s")
+
+		// The reference's Database was deleted before its claims were
+		// made (its setup settled early): it had none to reclaim when the
+		// user change came, so the case's reclaiming them is no loss.
+		tr = referenceTrace(20*s, nil, 0)
+		tr.Start, tr.Controller, tr.Reference.Trace.Controller = t0, "operator", "operator"
+		recreate := Event{At: t0.Add(s / 2), Kind: UserEvent, Name: "Recreate{Object: 0}"}
+		tr.Events, tr.Reference.Trace.Events = []Event{recreate}, []Event{recreate}
+		withClaims := tr.Reference.Trace.States[0]
+		noClaims := State{At: t0, Objects: slices.DeleteFunc(slices.Clone(withClaims.Objects), func(o *unstructured.Unstructured) bool {
+			return o.GetKind() == "PersistentVolumeClaim"
+		})}
+		withClaims.At = t0.Add(3 * s)
+		tr.Reference.Trace.States = []State{noClaims, withClaims}
+		tr.Reference.Trace.Requests = recreated[3:5] // made after the re-create, never deleted
+		tr.Requests = recreated[:5]
+		v = p.Check(tr)
+		require.NoError(t, v.Err, v.Detail)
+		// Had it the claims then, the same deletions are a loss.
+		withClaims.At = t0
+		tr.Reference.Trace.States = []State{withClaims}
+		v = p.Check(tr)
+		require.ErrorContains(t, v.Err, "the controller deleted more claims than in the reference run: PersistentVolumeClaim data-db-0 (1, the reference 0)")
 	})
 	t.Run("field paths", func(t *testing.T) {
 		require.Equal(t, []string{"metadata", "labels", "app.kubernetes.io/name"}, splitField("metadata.labels[app.kubernetes.io/name]"))
