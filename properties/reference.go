@@ -90,12 +90,13 @@ type Referenced interface {
 // pod IPs and node names, cluster IPs and bound volume names, restart
 // counts and containers' last states, a claim's resize bookkeeping
 // (allocatedResources: a claim grown has it, one made at its size not),
-// and Deployments' revision annotations. Objects still being deleted when the case ends (a pod on a
-// lost node, a claim whose pod still runs) are in neither run's
-// comparison, and the status of their owners is not compared: no
-// controller can finish such a deletion. Nor are claims that no pod of
-// either run mounts: a StatefulSet leaves its claims behind when it
-// scales down, so that they exist says how far the replicas once went.
+// and Deployments' revision annotations. Objects still being deleted when
+// the case ends (a pod on a lost node, a claim whose pod still runs) are
+// in neither run's comparison, and the status of their owners is not
+// compared: no controller can finish such a deletion. Nor are claims that
+// no pod of either run mounts: a StatefulSet leaves its claims behind
+// when it scales down, so that they exist says how far the replicas once
+// went.
 //
 // One thing of the way there is compared too: the claims the controller
 // deletes. A claim holds the data its pods wrote, and no fault asks a
