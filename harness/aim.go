@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -147,15 +146,11 @@ func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64)
 	var atWrites, rest []*rapid.Generator[[]faults.Step]
 	provokers := map[*rapid.Generator[[]faults.Step]]int{}
 	for _, g := range gens {
-		i := slices.IndexFunc(g.Example(0), func(s faults.Step) bool {
-			_, ok := s.(faults.AimedAtWrite)
-			return ok
-		})
-		if i < 0 {
+		w, ok := writeAimedAt(g.Example(0))
+		if !ok {
 			rest = append(rest, g)
 			continue
 		}
-		w := g.Example(0)[i].(faults.AimedAtWrite).AimedWrite()
 		n := len(p.provoked[w])
 		if p.setup[w] {
 			n++
@@ -179,6 +174,17 @@ func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64)
 		}
 	}
 	return out
+}
+
+// writeAimedAt is the write plan's first step aimed at a write is aimed
+// at; false when none is.
+func writeAimedAt(plan []faults.Step) (faults.WriteMatch, bool) {
+	for _, st := range plan {
+		if a, ok := st.(faults.AimedAtWrite); ok {
+			return a.AimedWrite(), true
+		}
+	}
+	return faults.WriteMatch{}, false
 }
 
 // rotated is gens from place on, round.
@@ -322,12 +328,7 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown f
 // steps of plan (all user changes, as a trace's user events) it came
 // after: the last one before it.
 func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step) probed {
-	var steps []time.Time
-	for _, e := range tr.Events {
-		if e.Kind == properties.UserEvent {
-			steps = append(steps, e.At)
-		}
-	}
+	steps := tr.UserChanges()
 	p := probed{provoked: map[faults.WriteMatch][]string{}, setup: map[faults.WriteMatch]bool{}}
 	for _, r := range tr.Requests {
 		if r.User != tr.Controller || tr.Controller == "" || r.Namespace != namespace || r.Code >= 300 ||

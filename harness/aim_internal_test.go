@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
@@ -20,12 +19,7 @@ import (
 // Parallel is.
 func TestAimsBeforeTheProbe(t *testing.T) {
 	spec := Spec{
-		Fixtures: func(ns string) []client.Object {
-			web := &unstructured.Unstructured{}
-			web.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
-				"metadata": map[string]any{"name": "web", "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
-			return []client.Object{web}
-		},
+		Fixtures: threeReplicas("Widget", "web"),
 		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors(), faults.CrashAfterWrite(),
 			faults.StaleWatch(), faults.ControllerRestart(), faults.CrashLoop(), faults.NodeLoss()},
 	}.withDefaults()
@@ -93,12 +87,7 @@ func TestAimsBeforeTheProbe(t *testing.T) {
 // probe made comes last.
 func TestRarestFirst(t *testing.T) {
 	spec := Spec{
-		Fixtures: func(ns string) []client.Object {
-			db := &unstructured.Unstructured{}
-			db.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": "Database",
-				"metadata": map[string]any{"name": "db", "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
-			return []client.Object{db}
-		},
+		Fixtures: threeReplicas("Database", "db"),
 		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.CrashAfterWrite(),
 			faults.ControllerRestart()},
 	}.withDefaults()
@@ -110,20 +99,12 @@ func TestRarestFirst(t *testing.T) {
 		provoked: map[faults.WriteMatch][]string{status: {"Recreate", "ScaleChange"}, resize: {"ScaleChange"}, config: {"Recreate"}},
 		setup:    map[faults.WriteMatch]bool{status: true, config: true}}
 	gens := spec.aimedPlans(p)
-	aimedAt := func(g *rapid.Generator[[]faults.Step]) (faults.WriteMatch, bool) {
-		for _, st := range g.Example(0) {
-			if a, ok := st.(faults.AimedAtWrite); ok {
-				return a.AimedWrite(), true
-			}
-		}
-		return faults.WriteMatch{}, false
-	}
 	for _, place := range []uint64{0, 1, 2, 5} {
 		ordered := rarestFirst(gens, p, place)
 		require.Len(t, ordered, len(gens), "every aim once")
 		var writes []faults.WriteMatch
 		for i, g := range ordered {
-			w, ok := aimedAt(g)
+			w, ok := writeAimedAt(g.Example(0))
 			if i < 6 {
 				require.Equal(t, i%2 == 0, ok, "place %d, aim %d: the kinds take turns: %s", place, i, aimKey(g))
 			}
@@ -133,5 +114,16 @@ func TestRarestFirst(t *testing.T) {
 		}
 		require.Equal(t, []faults.WriteMatch{resize, config, status, unknown}, slices.Compact(writes),
 			"place %d: the rarest write first (1 change), then the setup's that a re-create makes again (2), the status (3), the one made after nothing", place)
+	}
+}
+
+// threeReplicas are fixtures of one object of kind (example.com/v1)
+// asking for three replicas.
+func threeReplicas(kind, name string) func(ns string) []client.Object {
+	return func(ns string) []client.Object {
+		o := &unstructured.Unstructured{}
+		o.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
+		return []client.Object{o}
 	}
 }

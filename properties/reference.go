@@ -223,8 +223,14 @@ func lostClaims(tr *Trace) *Verdict {
 	// course the case deleted it: a Database deleted before its claims
 	// were made (a setup that settled early under load) has none to
 	// reclaim.
+	changes, refChanges := tr.UserChanges(), tr.Reference.Trace.UserChanges()
 	for name, times := range deleted {
-		deleted[name] = slices.DeleteFunc(times, func(at time.Time) bool { return !hadAtChange(tr, at, name, prefixes) })
+		deleted[name] = slices.DeleteFunc(times, func(at time.Time) bool {
+			// The reference's time of the case's last user change before
+			// the deletion (none before any, or when it made fewer).
+			k := sort.Search(len(changes), func(i int) bool { return changes[i].After(at) }) - 1
+			return k >= 0 && k < len(refChanges) && !hadAt(tr.Reference.Trace, refChanges[k], name, prefixes)
+		})
 	}
 	var lost, when []string
 	for _, name := range slices.Sorted(maps.Keys(deleted)) {
@@ -243,35 +249,16 @@ func lostClaims(tr *Trace) *Verdict {
 	return &v
 }
 
-// hadAtChange: the reference run had claim name (stable) when it made
-// the user change in whose course the case's controller deleted it at
-// `at`, the last user change before it (true before any, or when the
-// reference made fewer).
-func hadAtChange(tr *Trace, at time.Time, name string, prefixes []string) bool {
-	userChanges := func(t *Trace) []time.Time {
-		var out []time.Time
-		for _, e := range t.Events {
-			if e.Kind == UserEvent {
-				out = append(out, e.At)
-			}
-		}
-		return out
-	}
-	changes, refChanges := userChanges(tr), userChanges(tr.Reference.Trace)
-	k := sort.Search(len(changes), func(i int) bool { return changes[i].After(at) }) - 1
-	if k < 0 || k >= len(refChanges) {
-		return true
-	}
-	i := tr.Reference.Trace.stateAt(refChanges[k])
+// hadAt: tr had claim name (stable) at `at` (true before its first
+// state).
+func hadAt(tr *Trace, at time.Time, name string, prefixes []string) bool {
+	i := tr.stateAt(at)
 	if i < 0 {
 		return true
 	}
-	for _, c := range tr.Reference.Trace.States[i].ByKind("PersistentVolumeClaim") {
-		if stableClaimName(c.GetName(), prefixes) == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(tr.States[i].ByKind("PersistentVolumeClaim"), func(c *unstructured.Unstructured) bool {
+		return stableClaimName(c.GetName(), prefixes) == name
+	})
 }
 
 // claimsDeleted are, by claim name, the times the controller deleted a

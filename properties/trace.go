@@ -234,6 +234,18 @@ type Event struct {
 	Name string // the step, as it prints: NodeLoss{Node: 1}
 }
 
+// UserChanges are the times of the trace's user changes (its events of
+// kind UserEvent), in order.
+func (tr *Trace) UserChanges() []time.Time {
+	var out []time.Time
+	for _, e := range tr.Events {
+		if e.Kind == UserEvent {
+			out = append(out, e.At)
+		}
+	}
+	return out
+}
+
 // stateAt returns the index of the last state at or before t, or -1.
 func (tr *Trace) stateAt(t time.Time) int {
 	return sort.Search(len(tr.States), func(i int) bool { return tr.States[i].At.After(t) }) - 1
