@@ -511,14 +511,16 @@ func (s *searcher) unran(plan []faults.Step) {
 // firstFailing runs plans, Parallel at a time in their order, and returns
 // a failing one (failing property, when given; any property otherwise)
 // with its report; -1 and nil when none fails. The answer is the lowest
-// failing index, or with firstJudged the first failing case judged (a
-// failing case ends for the search when it is judged: see run). Plans run
-// attempts times before are skipped (they did not fail that way: see
-// shrink); plans that failed that way before are taken as failing without
-// a run (see failedOnce). None is started after the first failure found
-// or, when deadline is set, after the deadline. Once the answer is in,
-// the cases still running are cut short and tear down while it returns;
-// each holds its slot of Parallel until then (wait).
+// failing index (of a candidate run more than once, see
+// planSet.candidates, its first run's), or with firstJudged the first
+// failing case judged (a failing case ends for the search when it is
+// judged: see run). Plans run attempts times before are skipped (they did
+// not fail that way: see shrink); plans that failed that way before are
+// taken as failing without a run (see failedOnce). None is started after
+// the first failure found or, when deadline is set, after the deadline.
+// Once the answer is in, the cases still running are cut short and tear
+// down while it returns; each holds its slot of Parallel until then
+// (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	return s.firstFailingOf(drawnPlans(plans), property, deadline, attempts, firstJudged)
 }
@@ -545,9 +547,14 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 		drawn = nil // every plan is drawn
 	default:
 	}
+	// after: plan i's answer cannot change the best (a later candidate,
+	// or another run of the best's).
+	after := func(i int) bool {
+		return best >= 0 && i != best && plans.candidate(i) >= plans.candidate(best)
+	}
 	take := func(r result) {
 		switch {
-		case best >= 0 && r.i > best:
+		case after(r.i):
 			// Cut short when best was found (none starts after):
 			// whatever it says, it did not run to its end.
 			s.unran(plans.at(r.i))
@@ -557,10 +564,10 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 			}
 		case r.rep != nil:
 			s.failedOnce(plans.at(r.i), r.rep)
-			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best) {
+			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || plans.candidate(r.i) < plans.candidate(best)) {
 				best, bestRep = r.i, r.rep
 				for j, cancel := range running {
-					if j > best {
+					if after(j) {
 						cancel()
 					}
 				}
@@ -610,12 +617,15 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 		// running finish.
 		waiting := drawn != nil && open() && lowest < len(started)
 		for i := range running {
-			waiting = waiting || best < 0 || i < best && !firstJudged
+			waiting = waiting || best < 0 || !after(i) && !firstJudged
 		}
 		if !waiting {
 			for i, cancel := range running {
 				cancel()
 				s.unran(plans.at(i))
+			}
+			if best >= 0 {
+				best = plans.candidate(best)
 			}
 			return best, bestRep, firstErr
 		}
@@ -677,13 +687,15 @@ func (s *searcher) wait() { s.cases.Wait() }
 // plan fails, each is run once more before the plan counts as the
 // smallest: a bug that shows by timing (a crash between two writes, a
 // reconcile inside a watch delay) fails in some runs of its plan only,
-// the more so with cases beside it.
+// the more so with cases beside it. Slots of Parallel the first runs
+// leave free take second runs beside them (withSecondRuns).
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
 	property := rep.Failures[0].Property
 	var at time.Time
 	attempts := 1
 	try := func(candidates [][]faults.Step) bool {
-		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
+		plans, runs := s.withSecondRuns(candidates, attempts)
+		_, smaller, err := s.firstFailingOf(plans, property, deadline, runs, false)
 		if err != nil || smaller == nil {
 			return false
 		}
@@ -753,6 +765,24 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 // shrinkAttempts is how many times the shrinker runs a candidate that
 // passes.
 const shrinkAttempts = 2
+
+// withSecondRuns are a shrink pass's candidates, and after them, in the
+// slots of Parallel they leave free, a second run of the first ones, while
+// the shrinker runs each candidate once (attempts 1); runs is the runs of
+// a candidate the pass may then make. A pass that fails ends at its first
+// failing candidate either way; one in which every candidate passes would
+// otherwise be run again, one after the other, before the shrink ends
+// (the last two passes of most shrinks: a passing Database candidate is
+// 30-60 s).
+func (s *searcher) withSecondRuns(candidates [][]faults.Step, attempts int) (plans *planSet, runs int) {
+	free := min(len(candidates), s.opts.Parallel-len(candidates))
+	if attempts >= shrinkAttempts || free <= 0 {
+		return drawnPlans(candidates), attempts
+	}
+	plans = drawnPlans(append(slices.Clone(candidates), candidates[:free]...))
+	plans.candidates = len(candidates)
+	return plans, shrinkAttempts
+}
 
 // TB is what Check needs of a test: *testing.T, or rapid's TB.
 type TB = rapid.TB

@@ -44,10 +44,18 @@ func TestSearchDrawsRapidsPlans(t *testing.T) {
 // TestShrinkRunsPassingCandidatesTwice: a bug that shows by timing fails
 // in some runs of its plan only. A candidate that passes is run once more
 // before the shrinker stops, so it still reaches the one step that needs
-// two runs to fail; no candidate runs more than twice.
+// two runs to fail; no candidate runs more than twice. So with the slots
+// for the second runs beside the first (Parallel 16), where the failing
+// second run is the candidate's.
 func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
+	for _, parallel := range []int{3, 16} {
+		t.Run(fmt.Sprint("parallel ", parallel), func(t *testing.T) { shrinkRunsPassingCandidatesTwice(t, parallel) })
+	}
+}
+
+func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	bug := scaleTo(0)
-	s := &searcher{opts: SearchOptions{Parallel: 3}, runs: map[string]int{}}
+	s := &searcher{opts: SearchOptions{Parallel: parallel}, runs: map[string]int{}}
 	cases := standIn(s, func(plan []faults.Step, run int) *Report {
 		rep := &Report{Plan: plan}
 		// A plan with the bug's step fails; the step alone, only in its
@@ -73,6 +81,62 @@ func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 		require.LessOrEqual(t, n, shrinkAttempts, "plan %s", plan)
 	}
 	require.Equal(t, 2, cases.runs[faults.FormatPlan([]faults.Step{bug})])
+}
+
+// TestShrinkRunsSecondRunsAlongside: with slots of Parallel free, the
+// second run of a candidate goes beside its first rather than in a pass
+// of its own after every candidate passed once: each candidate of the
+// last passes (here every one: only the plan itself fails) runs twice, the
+// two runs at once.
+func TestShrinkRunsSecondRunsAlongside(t *testing.T) {
+	plan := []faults.Step{scaleTo(3), scaleTo(0)}
+	s := &searcher{opts: SearchOptions{Parallel: 16}, runs: map[string]int{}}
+	var mu sync.Mutex
+	running := map[string]int{}
+	alongside := map[string]bool{} // a run saw the other run of its plan
+	cases := standIn(s, func(p []faults.Step, _ int) *Report {
+		key := faults.FormatPlan(p)
+		mu.Lock()
+		running[key]++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running[key]--
+			mu.Unlock()
+		}()
+		rep := &Report{Plan: p}
+		if slices.Equal(p, plan) {
+			rep.Failures = []Failure{{Property: "converges"}}
+			return rep
+		}
+		// Wait (a while) for the other run of the candidate.
+		for range 100 {
+			mu.Lock()
+			both := running[key] == 2
+			alongside[key] = alongside[key] || both
+			mu.Unlock()
+			if both {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return rep
+	})
+	first, err := runPlan(s, plan)
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	got, at := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Equal(t, plan, got.Plan)
+	require.True(t, at.IsZero(), "the plan is the smallest")
+	require.Greater(t, len(cases.runs), 2, "candidates: %v", cases.runs)
+	for key, n := range cases.runs {
+		if key == faults.FormatPlan(plan) {
+			continue
+		}
+		require.Equal(t, shrinkAttempts, n, "runs of %s", key)
+		require.True(t, alongside[key], "the two runs of %s at once", key)
+	}
 }
 
 // TestFirstFailingCutsLaterCases: once a plan fails, the cases of the
