@@ -36,10 +36,6 @@ type planSet struct {
 	mu    sync.Mutex
 	plans [][]faults.Step // nil: not drawn yet
 	drawn chan struct{}   // closed once every plan is drawn
-	// candidates, when set: the plans past the first candidates are more
-	// runs of the first ones, plan i a run of candidate i mod candidates
-	// (see searcher.shrink).
-	candidates int
 }
 
 // drawnPlans is a planSet of plans all drawn.
@@ -50,15 +46,6 @@ func drawnPlans(plans [][]faults.Step) *planSet {
 }
 
 func (p *planSet) len() int { return len(p.plans) }
-
-// candidate is the candidate plan i runs: i, or with more runs of the
-// same candidates, its first run's index.
-func (p *planSet) candidate(i int) int {
-	if p.candidates > 0 {
-		return i % p.candidates
-	}
-	return i
-}
 
 // at is plan i, or nil while it is not drawn.
 func (p *planSet) at(i int) []faults.Step {

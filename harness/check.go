@@ -32,11 +32,12 @@ func Replay(t TB, env *Env, spec Spec, file string) {
 	replay(t, env, spec, file, false)
 }
 
-// ReplayDir replays every scenario file (*.yaml) under dir, recursively,
-// each as a subtest named by its path under dir. Give it the folder of
-// this spec's scenarios (testdata/kubeprop/TestConformance), or all of
-// testdata/kubeprop when every test there shares the spec. A folder that
-// does not exist holds no scenarios.
+// ReplayDir replays every scenario file (*.yaml, but the events and
+// objects saved beside one) under dir, recursively, each as a subtest
+// named by its path under dir. Give it the folder of this spec's scenarios
+// (testdata/kubeprop/TestConformance), or all of testdata/kubeprop when
+// every test there shares the spec. A folder that does not exist holds no
+// scenarios.
 func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 	t.Helper()
 	var files []string
@@ -44,7 +45,7 @@ func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 		if errors.Is(err, fs.ErrNotExist) && path == dir {
 			return filepath.SkipDir
 		}
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") && !scenario.IsEvidence(path) {
 			files = append(files, path)
 		}
 		return err

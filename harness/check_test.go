@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/harness/scenario"
 	"github.com/kubeprop/kubeprop/properties"
 )
 
@@ -231,7 +232,27 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 
 	files, err := filepath.Glob(filepath.Join(dir, t.Name(), "*.yaml"))
 	require.NoError(t, err)
+	files = slices.DeleteFunc(files, scenario.IsEvidence)
 	require.Len(t, files, 1)
+	// Beside it, the controller's log, the namespace's events and the
+	// objects the case ended with, named in the failure.
+	logPath, eventsPath, objectsPath := scenario.Evidence(files[0])
+	for _, p := range []string{logPath, eventsPath, objectsPath} {
+		require.Contains(t, out, p)
+	}
+	log, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Contains(t, string(log), "Starting Controller", "controller-runtime's own lines, through the manager's logger")
+	events, err := os.ReadFile(eventsPath)
+	require.NoError(t, err)
+	require.Contains(t, string(events), "kind: Event")
+	require.Contains(t, string(events), "reason: Scheduled", "the scheduler's events of the case's pods")
+	objects, err := os.ReadFile(objectsPath)
+	require.NoError(t, err)
+	require.Contains(t, string(objects), "kind: Widget")
+	require.Contains(t, string(objects), "name: web")
+	require.Contains(t, string(objects), "kind: Pod")
+	require.NotContains(t, string(objects), "managedFields")
 	page, err := os.ReadFile(strings.TrimSuffix(files[0], ".yaml") + ".html")
 	require.NoError(t, err, "the HTML timeline")
 	require.Contains(t, string(page), "<svg")

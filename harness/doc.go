@@ -8,8 +8,10 @@
 //
 //   - Check (and CheckWith) is the go test entry point: it draws plans with
 //     rapid, runs them, shrinks the first failure to a minimal plan, saves
-//     it as a scenario file (package scenario) and fails the test with the
-//     plan, the timeline and the replay command.
+//     it as a scenario file (package scenario), with the controller's log,
+//     the namespace's events and the final objects beside it
+//     (Report.SaveEvidence), and fails the test with the plan, the
+//     timeline and the replay command.
 //   - Find is the same search as a value, for tools (kubeprop run, the
 //     demo): SearchOptions in, a Finding out.
 //   - Run carries out one plan and returns its Report: the trace, the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 )
 
@@ -37,7 +38,8 @@ func (f funcController) start(ctx context.Context, c *caseRun) (func() error, er
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	c.goLabelled(ctx, func(ctx context.Context) {
-		err := callRun(ctx, f.run, cfg)
+		// Its log goes to the case's (klog.FromContext, logr.FromContext).
+		err := callRun(logr.NewContext(ctx, c.logger), f.run, cfg)
 		// A run that ends before it is stopped is a crash of the
 		// controller, unless the instance was killed on purpose.
 		if ctx.Err() == nil && !inst.Dead.Load() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -127,7 +128,7 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 		for _, k := range slices.Sorted(maps.Keys(p.opts.Env)) {
 			env = append(env, k+"="+expand.Replace(p.opts.Env[k]))
 		}
-		proc, err = startProcess(path, args, logPath, env...)
+		proc, err = startProcess(path, args, logPath, c.ctlLog, env...)
 		if err != nil {
 			proxy.Close()
 			return err
@@ -192,13 +193,15 @@ type controllerProcess struct {
 	out *processOutput
 }
 
-func startProcess(path string, args []string, logPath string, env ...string) (*controllerProcess, error) {
+// startProcess starts the binary, its output to the file at logPath and
+// to caseLog.
+func startProcess(path string, args []string, logPath string, caseLog io.Writer, env ...string) (*controllerProcess, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("the controller's log: %w", err)
 	}
-	out := &processOutput{file: logFile}
-	fmt.Fprintf(logFile, "--- kubeprop: starting %s %s\n", path, strings.Join(args, " "))
+	out := &processOutput{file: logFile, caseLog: caseLog}
+	fmt.Fprintf(out, "--- kubeprop: starting %s %s\n", path, strings.Join(args, " "))
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -246,9 +249,10 @@ func (p *controllerProcess) tail() string { return p.out.tail() }
 // processOutput writes the process's output to its log file and keeps the
 // last 16 KiB for the errors.
 type processOutput struct {
-	mu   sync.Mutex
-	file *os.File
-	last []byte
+	mu      sync.Mutex
+	file    *os.File
+	caseLog io.Writer
+	last    []byte
 }
 
 func (o *processOutput) Write(b []byte) (int, error) {
@@ -257,6 +261,9 @@ func (o *processOutput) Write(b []byte) (int, error) {
 	o.last = append(o.last, b...)
 	if over := len(o.last) - 16<<10; over > 0 {
 		o.last = o.last[over:]
+	}
+	if o.caseLog != nil {
+		_, _ = o.caseLog.Write(b)
 	}
 	return o.file.Write(b)
 }

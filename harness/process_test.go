@@ -295,6 +295,7 @@ func TestProcess(t *testing.T) {
 		}
 	}
 	require.Equal(t, 3, starts, "started, restarted after the crash, restarted by ControllerRestart")
+	require.Equal(t, 3, bytes.Count(rep.ControllerLog, []byte("--- kubeprop: starting")), "the report's log holds each instance's output")
 }
 
 func TestProcessMisbehaviour(t *testing.T) {

@@ -66,6 +66,13 @@ type Report struct {
 	Teardown Teardown
 	// Times is where the case's wall time went.
 	Times Times
+	// ControllerLog is the controller's own log for the case (a Manager's
+	// or a Func's logr output, a Process's stdout and stderr), its last
+	// EvidenceLimit bytes; complete once Run returns.
+	ControllerLog []byte
+	// Events are the case namespace's Events when a failed case was
+	// judged, oldest first (none for a pass).
+	Events []corev1.Event
 }
 
 // Times is where a case's wall time went: setup (namespace, nodes,
@@ -128,7 +135,8 @@ type caseRun struct {
 	audit       *record.AuditReader
 	faultClient client.Client
 	userClient  client.Client
-	logger      logr.Logger
+	logger      logr.Logger // the controller's, writing to ctlLog
+	ctlLog      *controllerLog
 	started     time.Time
 	lastStepAt  time.Time // when the step before the one being applied began (SinceLastStep)
 	skip        []int     // indices of the plan's user changes its reference run could not make: no-ops
@@ -232,7 +240,8 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	}
 	n := caseSeq.Add(1)
 	c := &caseRun{reference: reference, env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
-		logger: logr.Discard(), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
+		ctlLog: newControllerLog(EvidenceLimit), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
+	c.logger = c.ctlLog.logger(c.started)
 	// A write by the conflicting writer is an event that drives what
 	// follows it.
 	c.recorder = record.New(record.Options{TimeScale: env.timeScale, Controller: UserController, FaultManagers: []string{faults.ConflictingWriterManager}})
@@ -274,6 +283,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 			rep.Timeline = append(rep.Timeline, c.stamp(fmt.Sprintf("teardown took %.1fs (%s)", td.Took.Seconds(), strings.Join(td.Phases, ", "))))
 			rep.Times = times
 			rep.Times.Teardown = td.Took
+			rep.ControllerLog = c.ctlLog.Bytes()
 			rep.Timeline = append(rep.Timeline, c.stamp("times: "+rep.Times.String()))
 		}
 	}()
@@ -361,6 +371,9 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	c.logf("healed: faults stop")
 	rep, err = c.judge(ctx, c.namedPlan(plan))
 	times.Judge = time.Since(healing)
+	if err == nil && rep.Failed() {
+		rep.Events = c.events(ctx)
+	}
 	if err == nil && judged != nil {
 		judged(rep)
 	}

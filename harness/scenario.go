@@ -9,12 +9,16 @@ import (
 // SaveScenario writes the scenario of the report's first failure to path
 // (package scenario): the plan as the case carried it out, the failure
 // expected. test is the test that replays it (TestConformance/podset),
-// for the header's replay command.
+// for the header's replay command. Beside it go the controller's log, the
+// namespace's events and the final objects (scenario.Evidence).
 func (r *Report) SaveScenario(path, test string) error {
 	f := r.Failures[0]
 	s, err := scenario.New(r.Plan, test, scenario.Expect{Outcome: scenario.Fail, Property: f.Property, Message: f.Message})
 	if err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
-	return s.Write(path)
+	if err := s.Write(path); err != nil {
+		return err
+	}
+	return r.SaveEvidence(path)
 }

@@ -213,9 +213,10 @@ func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
 		t.Fatal(err)
 	}
 	if f != nil {
-		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    seed:     %d\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
+		log, events, objects := scenario.Evidence(f.Scenario)
+		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    seed:     %d\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    log:      %s\n    events:   %s\n    objects:  %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
 			f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.Seed,
-			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, scenario.RunPattern(t.Name()), f.Scenario)
+			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, log, events, objects, scenario.RunPattern(t.Name()), f.Scenario)
 		t.FailNow()
 	}
 }
@@ -511,16 +512,14 @@ func (s *searcher) unran(plan []faults.Step) {
 // firstFailing runs plans, Parallel at a time in their order, and returns
 // a failing one (failing property, when given; any property otherwise)
 // with its report; -1 and nil when none fails. The answer is the lowest
-// failing index (of a candidate run more than once, see
-// planSet.candidates, its first run's), or with firstJudged the first
-// failing case judged (a failing case ends for the search when it is
-// judged: see run). Plans run attempts times before are skipped (they did
-// not fail that way: see shrink); plans that failed that way before are
-// taken as failing without a run (see failedOnce). None is started after
-// the first failure found or, when deadline is set, after the deadline.
-// Once the answer is in, the cases still running are cut short and tear
-// down while it returns; each holds its slot of Parallel until then
-// (wait).
+// failing index, or with firstJudged the first failing case judged (a
+// failing case ends for the search when it is judged: see run). Plans run
+// attempts times before are skipped (they did not fail that way: see
+// shrink); plans that failed that way before are taken as failing without
+// a run (see failedOnce). None is started after the first failure found
+// or, when deadline is set, after the deadline. Once the answer is in,
+// the cases still running are cut short and tear down while it returns;
+// each holds its slot of Parallel until then (wait).
 func (s *searcher) firstFailing(plans [][]faults.Step, property string, deadline time.Time, attempts int, firstJudged bool) (int, *Report, error) {
 	return s.firstFailingOf(drawnPlans(plans), property, deadline, attempts, firstJudged)
 }
@@ -547,14 +546,9 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 		drawn = nil // every plan is drawn
 	default:
 	}
-	// after: plan i's answer cannot change the best (a later candidate,
-	// or another run of the best's).
-	after := func(i int) bool {
-		return best >= 0 && i != best && plans.candidate(i) >= plans.candidate(best)
-	}
 	take := func(r result) {
 		switch {
-		case after(r.i):
+		case best >= 0 && r.i > best:
 			// Cut short when best was found (none starts after):
 			// whatever it says, it did not run to its end.
 			s.unran(plans.at(r.i))
@@ -564,10 +558,10 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 			}
 		case r.rep != nil:
 			s.failedOnce(plans.at(r.i), r.rep)
-			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || plans.candidate(r.i) < plans.candidate(best)) {
+			if (property == "" || r.rep.Failures[0].Property == property) && (best < 0 || r.i < best) {
 				best, bestRep = r.i, r.rep
 				for j, cancel := range running {
-					if after(j) {
+					if j > best {
 						cancel()
 					}
 				}
@@ -617,15 +611,12 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 		// running finish.
 		waiting := drawn != nil && open() && lowest < len(started)
 		for i := range running {
-			waiting = waiting || best < 0 || !after(i) && !firstJudged
+			waiting = waiting || best < 0 || i < best && !firstJudged
 		}
 		if !waiting {
 			for i, cancel := range running {
 				cancel()
 				s.unran(plans.at(i))
-			}
-			if best >= 0 {
-				best = plans.candidate(best)
 			}
 			return best, bestRep, firstErr
 		}
@@ -687,15 +678,17 @@ func (s *searcher) wait() { s.cases.Wait() }
 // plan fails, each is run once more before the plan counts as the
 // smallest: a bug that shows by timing (a crash between two writes, a
 // reconcile inside a watch delay) fails in some runs of its plan only,
-// the more so with cases beside it. Slots of Parallel the first runs
-// leave free take second runs beside them (withSecondRuns).
+// the more so with cases beside it. Those second runs go all at once,
+// rather than pass by pass: every one must run unless one fails, and a
+// passing Database candidate takes 30-60 s. (The first runs go pass by
+// pass: the earlier passes' candidates are smaller, and one that fails
+// leaves the later passes' unrun.)
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
 	property := rep.Failures[0].Property
 	var at time.Time
 	attempts := 1
 	try := func(candidates [][]faults.Step) bool {
-		plans, runs := s.withSecondRuns(candidates, attempts)
-		_, smaller, err := s.firstFailingOf(plans, property, deadline, runs, false)
+		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
 		if err != nil || smaller == nil {
 			return false
 		}
@@ -703,86 +696,79 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 		return true
 	}
 	for time.Now().Before(deadline) {
-		// The steps that did nothing or never ran (a property had failed
-		// before them), all at once.
-		if dropped := len(rep.NoOps) + len(rep.Unrun); dropped > 0 && dropped < len(rep.Plan) {
-			var kept []faults.Step
-			for i, st := range rep.Plan {
-				if !slices.Contains(rep.NoOps, i) && !slices.Contains(rep.Unrun, i) {
-					kept = append(kept, st)
-				}
-			}
-			if try([][]faults.Step{kept}) {
-				continue
+		passes := s.shrinkPasses(rep)
+		if attempts > 1 {
+			// In their order: the lowest index that fails wins.
+			passes = [][][]faults.Step{slices.Concat(passes...)}
+		}
+		smaller := false
+		for _, candidates := range passes {
+			if smaller = try(candidates); smaller {
+				break
 			}
 		}
-		// Each step alone: most bugs need one or two steps, and a plan of
-		// one step is the shortest case there is; dropping steps one at a
-		// time would take a run per step to get there.
-		if len(rep.Plan) > 2 {
-			var singles [][]faults.Step
-			for _, st := range rep.Plan {
-				singles = append(singles, []faults.Step{st})
-			}
-			if try(singles) {
-				continue
-			}
+		switch {
+		case smaller:
+		case attempts == shrinkAttempts:
+			return rep, at
+		default:
+			attempts++
 		}
-		var drops [][]faults.Step
-		for i := range rep.Plan {
-			if len(rep.Plan) > 1 {
-				drops = append(drops, slices.Delete(slices.Clone(rep.Plan), i, i+1))
-			}
-		}
-		// After the plain drops (the lowest index that fails wins): a
-		// ScaleChange dropped while a later one keeps the change it made.
-		drops = append(drops, faults.MergedScaleChanges(rep.Plan, s.spec.fixtureObjects())...)
-		if try(drops) {
-			continue
-		}
-		var simpler [][]faults.Step
-		for i := range rep.Plan {
-			for _, st := range faults.Simpler(rep.Plan[i]) {
-				plan := slices.Clone(rep.Plan)
-				plan[i] = st
-				simpler = append(simpler, plan)
-			}
-		}
-		// A burst's changes as steps of their own, each settled: the
-		// failure needs no race with the controller.
-		simpler = append(simpler, faults.SplitBursts(rep.Plan)...)
-		if try(simpler) {
-			continue
-		}
-		if attempts == shrinkAttempts {
-			break
-		}
-		attempts++
 	}
 	return rep, at
+}
+
+// shrinkPasses are the candidates of rep's plan, pass by pass, the
+// smallest first.
+func (s *searcher) shrinkPasses(rep *Report) [][][]faults.Step {
+	var passes [][][]faults.Step
+	// The steps that did nothing or never ran (a property had failed
+	// before them), all at once.
+	if dropped := len(rep.NoOps) + len(rep.Unrun); dropped > 0 && dropped < len(rep.Plan) {
+		var kept []faults.Step
+		for i, st := range rep.Plan {
+			if !slices.Contains(rep.NoOps, i) && !slices.Contains(rep.Unrun, i) {
+				kept = append(kept, st)
+			}
+		}
+		passes = append(passes, [][]faults.Step{kept})
+	}
+	// Each step alone: most bugs need one or two steps, and a plan of one
+	// step is the shortest case there is; dropping steps one at a time
+	// would take a run per step to get there.
+	if len(rep.Plan) > 2 {
+		var singles [][]faults.Step
+		for _, st := range rep.Plan {
+			singles = append(singles, []faults.Step{st})
+		}
+		passes = append(passes, singles)
+	}
+	var drops [][]faults.Step
+	for i := range rep.Plan {
+		if len(rep.Plan) > 1 {
+			drops = append(drops, slices.Delete(slices.Clone(rep.Plan), i, i+1))
+		}
+	}
+	// After the plain drops (the lowest index that fails wins): a
+	// ScaleChange dropped while a later one keeps the change it made.
+	drops = append(drops, faults.MergedScaleChanges(rep.Plan, s.spec.fixtureObjects())...)
+	var simpler [][]faults.Step
+	for i := range rep.Plan {
+		for _, st := range faults.Simpler(rep.Plan[i]) {
+			plan := slices.Clone(rep.Plan)
+			plan[i] = st
+			simpler = append(simpler, plan)
+		}
+	}
+	// A burst's changes as steps of their own, each settled: the failure
+	// needs no race with the controller.
+	simpler = append(simpler, faults.SplitBursts(rep.Plan)...)
+	return append(passes, drops, simpler)
 }
 
 // shrinkAttempts is how many times the shrinker runs a candidate that
 // passes.
 const shrinkAttempts = 2
-
-// withSecondRuns are a shrink pass's candidates, and after them, in the
-// slots of Parallel they leave free, a second run of the first ones, while
-// the shrinker runs each candidate once (attempts 1); runs is the runs of
-// a candidate the pass may then make. A pass that fails ends at its first
-// failing candidate either way; one in which every candidate passes would
-// otherwise be run again, one after the other, before the shrink ends
-// (the last two passes of most shrinks: a passing Database candidate is
-// 30-60 s).
-func (s *searcher) withSecondRuns(candidates [][]faults.Step, attempts int) (plans *planSet, runs int) {
-	free := min(len(candidates), s.opts.Parallel-len(candidates))
-	if attempts >= shrinkAttempts || free <= 0 {
-		return drawnPlans(candidates), attempts
-	}
-	plans = drawnPlans(append(slices.Clone(candidates), candidates[:free]...))
-	plans.candidates = len(candidates)
-	return plans, shrinkAttempts
-}
 
 // TB is what Check needs of a test: *testing.T, or rapid's TB.
 type TB = rapid.TB

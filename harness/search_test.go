@@ -83,39 +83,39 @@ func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	require.Equal(t, 2, cases.runs[faults.FormatPlan([]faults.Step{bug})])
 }
 
-// TestShrinkRunsSecondRunsAlongside: with slots of Parallel free, the
-// second run of a candidate goes beside its first rather than in a pass
-// of its own after every candidate passed once: each candidate of the
-// last passes (here every one: only the plan itself fails) runs twice, the
-// two runs at once.
-func TestShrinkRunsSecondRunsAlongside(t *testing.T) {
-	plan := []faults.Step{scaleTo(3), scaleTo(0)}
+// TestShrinkRunsSecondRunsAtOnce: once every candidate of a plan passed,
+// their second runs, of every pass (the drops, the simpler values), go
+// all at once rather than pass by pass.
+func TestShrinkRunsSecondRunsAtOnce(t *testing.T) {
+	plan := []faults.Step{scaleTo(3), scaleTo(4), scaleTo(0)}
 	s := &searcher{opts: SearchOptions{Parallel: 16}, runs: map[string]int{}}
 	var mu sync.Mutex
-	running := map[string]int{}
-	alongside := map[string]bool{} // a run saw the other run of its plan
-	cases := standIn(s, func(p []faults.Step, _ int) *Report {
-		key := faults.FormatPlan(p)
-		mu.Lock()
-		running[key]++
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			running[key]--
-			mu.Unlock()
-		}()
+	candidates := map[string]bool{} // that ran once
+	secondRuns, together := 0, 0    // running now; the most seen at once
+	cases := standIn(s, func(p []faults.Step, run int) *Report {
 		rep := &Report{Plan: p}
 		if slices.Equal(p, plan) {
 			rep.Failures = []Failure{{Property: "converges"}}
 			return rep
 		}
-		// Wait (a while) for the other run of the candidate.
+		mu.Lock()
+		candidates[faults.FormatPlan(p)] = true
+		if run == 2 {
+			secondRuns++
+			defer func() {
+				mu.Lock()
+				secondRuns--
+				mu.Unlock()
+			}()
+		}
+		mu.Unlock()
+		// A second run waits (a while) for every candidate's.
 		for range 100 {
 			mu.Lock()
-			both := running[key] == 2
-			alongside[key] = alongside[key] || both
+			all := run == 1 || secondRuns == len(candidates)
+			together = max(together, secondRuns)
 			mu.Unlock()
-			if both {
+			if all {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -129,14 +129,11 @@ func TestShrinkRunsSecondRunsAlongside(t *testing.T) {
 	s.wait()
 	require.Equal(t, plan, got.Plan)
 	require.True(t, at.IsZero(), "the plan is the smallest")
-	require.Greater(t, len(cases.runs), 2, "candidates: %v", cases.runs)
-	for key, n := range cases.runs {
-		if key == faults.FormatPlan(plan) {
-			continue
-		}
-		require.Equal(t, shrinkAttempts, n, "runs of %s", key)
-		require.True(t, alongside[key], "the two runs of %s at once", key)
+	require.GreaterOrEqual(t, len(candidates), 6, "the singles and the drops: %v", cases.runs)
+	for key := range candidates {
+		require.Equal(t, shrinkAttempts, cases.runs[key], "runs of %s", key)
 	}
+	require.Equal(t, len(candidates), together, "every second run at once: %v", cases.runs)
 }
 
 // TestFirstFailingCutsLaterCases: once a plan fails, the cases of the

@@ -208,9 +208,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if err := pointAtSpec(f.Scenario, l.path); err != nil {
 		return harnessError(err)
 	}
-	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  shrink: %s\n  scenario: %s\n  timeline: %s\n  replay:   kubeprop replay %s\n",
+	detail := fmt.Sprintf("%s\n  shrunk plan (%d steps, drawn with %d): %s\n  found after %s, shrunk after %s, seed %d\n  shrink: %s\n  scenario: %s\n  timeline: %s\n%s  replay:   kubeprop replay %s\n",
 		f.Message, len(f.Plan), f.DrawnSteps, faults.FormatPlan(f.Plan), f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), f.Seed,
-		f.Shrink, f.Scenario, f.Page, f.Scenario)
+		f.Shrink, f.Scenario, f.Page, evidenceLines(f.Scenario), f.Scenario)
 	fmt.Fprintf(stdout, "FAIL %s: %s", name, detail)
 	return finish(junitCase{Failure: &junitProblem{Message: f.Message, Type: f.Property, Text: "property " + f.Property + ": " + detail}}, exitFailed)
 }
@@ -267,6 +267,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 	specPath := fs.String("spec", "", "the spec file (default: the one each scenario names)")
 	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case per scenario")
 	verbose := fs.Bool("v", false, "print each case's timeline to stderr")
+	evidence := fs.Bool("evidence", false, "write the controller's log, the events and the objects of each replay that fails beside its scenario, replacing those saved with it")
 	if code, ok := parse(fs, args, -1, stderr); !ok {
 		return code
 	}
@@ -275,7 +276,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 		return badInput(stderr, err)
 	}
 	started := time.Now()
-	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose}
+	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose, evidence: *evidence}
 	defer r.stop()
 	code, failing := exitPass, 0
 	for _, path := range fs.Args() {
@@ -309,6 +310,7 @@ type replayer struct {
 	stdout, stderr io.Writer
 	specPath       string
 	verbose        bool
+	evidence       bool // save a failing replay's log, events and objects
 
 	spec    *loadedSpec
 	env     *harness.Env
@@ -376,7 +378,15 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		if s.Expect.Outcome == scenario.Fail && rep.Failures[0].Property == s.Expect.Property {
 			fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
 		}
-		fmt.Fprintf(&out, "  plan:     %s\n  scenario: %s\n  replay:   kubeprop replay %s\n", faults.FormatPlan(plan), path, path)
+		evidence := evidenceLines(path)
+		if r.evidence {
+			if err := rep.SaveEvidence(path); err != nil {
+				evidence = fmt.Sprintf("  (this replay's log, events and objects not saved: %v)\n", err)
+			}
+		} else if log, _, _ := scenario.Evidence(path); !exists(log) {
+			evidence = "  (no log, events or objects beside the scenario: replay with -evidence to save this replay's)\n"
+		}
+		fmt.Fprintf(&out, "  plan:     %s\n  scenario: %s\n%s  replay:   kubeprop replay %s\n", faults.FormatPlan(plan), path, evidence, path)
 	}
 	fmt.Fprint(r.stdout, out.String())
 	got := replayed{text: out.String()}
@@ -384,6 +394,19 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		got.property, got.message = rep.Failures[0].Property, rep.Failures[0].Message
 	}
 	return code, got, nil
+}
+
+// evidenceLines name the files beside the scenario at path: the
+// controller's log, the events, the final objects (of the case that saved
+// them, or of the replay that failed).
+func evidenceLines(path string) string {
+	log, events, objects := scenario.Evidence(path)
+	return fmt.Sprintf("  log:      %s\n  events:   %s\n  objects:  %s\n", log, events, objects)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // replayed is what a replay printed, and its first failure.

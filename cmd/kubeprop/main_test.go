@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
 // TestMain builds the bundled controller binary the spec files run
@@ -153,7 +156,16 @@ func TestRunAndReplay(t *testing.T) {
 	require.Regexp(t, `(?m)^\d+ plans, [1-9]\d* failures, .*, seed \d+\n$`, stdout)
 	scenarios, err := filepath.Glob(filepath.Join(out, "testdata/kubeprop/nobackoff/bounded-backoff-*.yaml"))
 	require.NoError(t, err)
+	scenarios = slices.DeleteFunc(scenarios, scenario.IsEvidence)
 	require.Len(t, scenarios, 1)
+	logPath, eventsPath, objectsPath := scenario.Evidence(scenarios[0])
+	for _, p := range []string{logPath, eventsPath, objectsPath} {
+		require.FileExists(t, p, "beside the scenario")
+		require.Contains(t, stdout, p, "named in the failure")
+	}
+	log, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Contains(t, string(log), "--- kubeprop: starting ", "the binary's output")
 	suites := readJUnit(t, report)
 	require.Len(t, suites.Suites, 1)
 	suite := suites.Suites[0]
@@ -164,7 +176,8 @@ func TestRunAndReplay(t *testing.T) {
 	require.Equal(t, "nobackoff", suite.Cases[0].Name)
 	require.Equal(t, "bounded-backoff", failure.Type)
 	require.Contains(t, failure.Message, "bounded-backoff: ")
-	for _, want := range []string{"property bounded-backoff: ", "shrunk plan (", ", seed ", "scenario: " + scenarios[0], "replay:   kubeprop replay " + scenarios[0]} {
+	for _, want := range []string{"property bounded-backoff: ", "shrunk plan (", ", seed ", "scenario: " + scenarios[0], "log:      " + logPath, "events:   " + eventsPath,
+		"objects:  " + objectsPath, "replay:   kubeprop replay " + scenarios[0]} {
 		require.Contains(t, failure.Text, want)
 	}
 

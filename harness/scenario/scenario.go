@@ -160,3 +160,22 @@ func RunPattern(name string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+// Evidence are the files saved beside a scenario at path (name.yaml): the
+// controller's log (name.log), the namespace's events (name.events.yaml)
+// and the final objects (name.objects.yaml).
+func Evidence(path string) (log, events, objects string) {
+	base := strings.TrimSuffix(path, filepath.Ext(path))
+	return base + ".log", base + eventsSuffix, base + objectsSuffix
+}
+
+const (
+	eventsSuffix  = ".events.yaml"
+	objectsSuffix = ".objects.yaml"
+)
+
+// IsEvidence reports whether path is a file saved beside a scenario
+// (Evidence), not a scenario: a folder of scenarios holds both.
+func IsEvidence(path string) bool {
+	return strings.HasSuffix(path, eventsSuffix) || strings.HasSuffix(path, objectsSuffix)
+}
