@@ -89,6 +89,10 @@ type SearchOptions struct {
 	// ends, one call at a time (with Parallel > 1 from the goroutines that
 	// ran the cases, never two at once).
 	OnCase func(*Report)
+	// OnSkip, when set, is called with a plan drawn that the search does
+	// not run: the same plan ran before (rapid draws short plans more
+	// than once). Called as OnCase is.
+	OnSkip func(plan []faults.Step)
 }
 
 // MaxParallel bounds SearchOptions.Parallel.
@@ -450,6 +454,7 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 		return
 	}
 	if s.opts.OnCase != nil {
+		rep.Shrinking = shrinking != ""
 		s.onCase.Lock()
 		s.opts.OnCase(rep)
 		s.onCase.Unlock()
@@ -500,6 +505,20 @@ func (s *searcher) ran(plan []faults.Step, attempts int) bool {
 	}
 	s.runs[key]++
 	return false
+}
+
+// skipped tells OnSkip of a plan drawn that ran before; the shrinker's
+// candidates run before are no news.
+func (s *searcher) skipped(plan []faults.Step) {
+	s.mu.Lock()
+	shrinking := s.shrinking
+	s.mu.Unlock()
+	if shrinking != "" || s.opts.OnSkip == nil {
+		return
+	}
+	s.onCase.Lock()
+	defer s.onCase.Unlock()
+	s.opts.OnSkip(plan)
 }
 
 // unran takes back the count of a run that was cut short.
@@ -597,6 +616,7 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 				continue
 			}
 			if s.ran(plan, attempts) {
+				s.skipped(plan)
 				continue
 			}
 			ctx, cancel := context.WithCancel(context.Background())

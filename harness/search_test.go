@@ -485,3 +485,28 @@ func TestPlansDrawnLaterStartInTurn(t *testing.T) {
 		require.ElementsMatch(t, []string{plan(1), plan(3)}, log.order[4:], "parallel %d", parallel)
 	}
 }
+
+// TestSearchTellsOfPlansDrawnAgain: a plan drawn twice runs once, and the
+// search says so (OnSkip); the shrinker's candidates run before are no
+// news. OnCase tells a shrink's runs from the plans drawn.
+func TestSearchTellsOfPlansDrawnAgain(t *testing.T) {
+	var skipped []string
+	var shrinking []bool
+	s := &searcher{runs: map[string]int{}, opts: SearchOptions{Parallel: 1,
+		OnSkip: func(plan []faults.Step) { skipped = append(skipped, faults.FormatPlan(plan)) },
+		OnCase: func(rep *Report) { shrinking = append(shrinking, rep.Shrinking) }}}
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report { return &Report{Plan: plan} })
+	i, _, err := s.firstFailing([][]faults.Step{scalePlan(1), scalePlan(2), scalePlan(1)}, "", time.Time{}, 1, true)
+	require.NoError(t, err)
+	require.Equal(t, -1, i)
+	s.wait()
+	require.Equal(t, []string{faults.FormatPlan(scalePlan(1))}, skipped)
+	require.Equal(t, 1, cases.runs[faults.FormatPlan(scalePlan(1))])
+
+	s.shrinking = "converges"
+	_, _, err = s.firstFailing([][]faults.Step{scalePlan(1), scalePlan(3)}, "converges", time.Time{}, 1, false)
+	require.NoError(t, err)
+	s.wait()
+	require.Len(t, skipped, 1, "a candidate run before is skipped without a word")
+	require.Equal(t, []bool{false, false, true}, shrinking)
+}

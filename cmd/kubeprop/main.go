@@ -159,7 +159,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		*seed = rand.Uint64() // drawn here, so that the summary names it
 	}
 	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
-	var cases, failing atomic.Int64
+	// The plans drawn and run, those of them that failed, the plans drawn
+	// again (not run twice), and the shrink's runs, counted apart.
+	var cases, failing, again, shrinkRuns atomic.Int64
 	started := time.Now()
 	// finish ends every run that began: its test case in the JUnit
 	// report, the summary line.
@@ -169,7 +171,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		if err := junit.write(); err != nil {
 			code = badInput(stderr, err)
 		}
-		fmt.Fprintf(stdout, "%d plans, %d failures, %s, seed %d\n", cases.Load(), failing.Load(), time.Since(started).Round(time.Second), *seed)
+		plans := fmt.Sprint(cases.Load(), " plans")
+		if n := again.Load(); n > 0 {
+			plans += fmt.Sprintf(" (and %d drawn again, not run twice)", n)
+		}
+		fmt.Fprintf(stdout, "%s, %d failures, %d shrink runs, %s, seed %d\n", plans, failing.Load(), shrinkRuns.Load(), time.Since(started).Round(time.Second), *seed)
 		return code
 	}
 	harnessError := func(err error) int {
@@ -180,12 +186,24 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		verdict := "pass"
 		if rep.Failed() {
 			verdict = "FAIL " + rep.Failures[0].Message
-			failing.Add(1)
 		}
-		fmt.Fprintf(stderr, "kubeprop: case %d (%s): %s %s\n", cases.Add(1), time.Since(started).Round(time.Second), faults.FormatPlan(rep.Plan), verdict)
+		var what string
+		if rep.Shrinking {
+			what = fmt.Sprint("shrink run ", shrinkRuns.Add(1))
+		} else {
+			what = fmt.Sprint("case ", cases.Add(1))
+			if rep.Failed() {
+				failing.Add(1)
+			}
+		}
+		fmt.Fprintf(stderr, "kubeprop: %s (%s): %s %s\n", what, time.Since(started).Round(time.Second), faults.FormatPlan(rep.Plan), verdict)
 		if *verbose {
 			fmt.Fprintf(stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
 		}
+	}
+	opts.OnSkip = func(plan []faults.Step) {
+		again.Add(1)
+		fmt.Fprintf(stderr, "kubeprop: %s was drawn before: not run twice\n", faults.FormatPlan(plan))
 	}
 	env, stop, err := startEnv(l, stderr)
 	if err != nil {
@@ -202,7 +220,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		return harnessError(err)
 	}
 	if f == nil {
-		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, n)
+		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, cases.Load())
 		return finish(junitCase{}, exitPass)
 	}
 	if err := pointAtSpec(f.Scenario, l.path); err != nil {

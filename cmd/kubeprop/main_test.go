@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -147,13 +149,20 @@ func TestRunAndReplay(t *testing.T) {
 	code, stdout, _ := kubeprop(t, "run", "-checks", "3", "-seed", "7", "-out", out, "../../testdata/podset/spec.yaml")
 	require.Equal(t, exitPass, code)
 	require.Contains(t, stdout, "PASS spec: every property held on 3 plans")
-	require.Regexp(t, `(?m)^3 plans, 0 failures, \d+m?\d*s, seed 7\n$`, stdout, "the summary line ends the output")
+	require.Regexp(t, `(?m)^3 plans, 0 failures, 0 shrink runs, \d+m?\d*s, seed 7\n$`, stdout, "the summary line ends the output")
 
 	report := filepath.Join(out, "run.xml")
-	code, stdout, _ = kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "--junit", report, "../../testdata/podset/nobackoff.yaml")
+	code, stdout, stderr := kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "--junit", report, "../../testdata/podset/nobackoff.yaml")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, stdout, "FAIL nobackoff: bounded-backoff: ")
-	require.Regexp(t, `(?m)^\d+ plans, [1-9]\d* failures, .*, seed \d+\n$`, stdout)
+	// The plans drawn, their failures and the shrink's runs, counted apart
+	// as the case lines say.
+	summary := regexp.MustCompile(`(?m)^(\d+) plans(?: \(and (\d+) drawn again, not run twice\))?, ([1-9]\d*) failures, (\d+) shrink runs, .*, seed \d+\n$`).FindStringSubmatch(stdout)
+	require.NotNil(t, summary, stdout)
+	require.Equal(t, summary[1], fmt.Sprint(strings.Count(stderr, "kubeprop: case ")), stderr)
+	require.Equal(t, cmp.Or(summary[2], "0"), fmt.Sprint(strings.Count(stderr, "was drawn before: not run twice")), stderr)
+	require.Equal(t, summary[3], fmt.Sprint(len(regexp.MustCompile(`kubeprop: case \d+ .* FAIL `).FindAllString(stderr, -1))), stderr)
+	require.Equal(t, summary[4], fmt.Sprint(strings.Count(stderr, "kubeprop: shrink run ")), stderr)
 	scenarios, err := filepath.Glob(filepath.Join(out, "testdata/kubeprop/nobackoff/bounded-backoff-*.yaml"))
 	require.NoError(t, err)
 	scenarios = slices.DeleteFunc(scenarios, scenario.IsEvidence)

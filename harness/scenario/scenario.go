@@ -62,15 +62,21 @@ func New(plan []faults.Step, test string, expect Expect) (Scenario, error) {
 }
 
 // Write writes the scenario to path, after a header that gives its replay
-// command: kubeprop replay for a scenario that names its spec file, go
-// test -run ... -kubeprop.replay otherwise, with the path as go test in
-// the test's package folder sees it (from the path's testdata folder on).
+// command: kubeprop replay for a scenario that names its spec file (the
+// file's name alone when path is absolute), go test -run ...
+// -kubeprop.replay otherwise, with the path as go test in the test's
+// package folder sees it (from the path's testdata folder on).
 func (s Scenario) Write(path string) error {
 	b, err := yaml.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
 	replay := "kubeprop replay " + path
+	if filepath.IsAbs(path) {
+		// No path of the machine that wrote it: the file may be kept
+		// anywhere (its spec path is relative to it).
+		replay = "kubeprop replay " + filepath.Base(path) + ", in this file's folder"
+	}
 	if s.Spec == "" {
 		replay = fmt.Sprintf("go test -run '%s' -kubeprop.replay=%s", RunPattern(s.Test), packagePath(path))
 	}

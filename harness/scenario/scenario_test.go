@@ -38,6 +38,14 @@ func TestWriteAndRead(t *testing.T) {
 	b, err = os.ReadFile("found.yaml")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(b), "# kubeprop scenario. Replay: kubeprop replay found.yaml\n"), string(b))
+	// Written at an absolute path (kubeprop run --out /abs), it names no
+	// path of this machine: it replays from wherever it is kept.
+	abs := filepath.Join(t.TempDir(), "out", "found.yaml")
+	require.NoError(t, read.Write(abs))
+	b, err = os.ReadFile(abs)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "# kubeprop scenario. Replay: kubeprop replay found.yaml, in this file's folder\n"), string(b))
+	require.NotContains(t, string(b), filepath.Dir(abs))
 }
 
 // TestReadBadFiles: each problem is named, with its fix.
