@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,14 @@ func (l *controllerLog) Bytes() []byte {
 	}
 	head := fmt.Sprintf("--- kubeprop: the log was cut: its first %d bytes are left out, its last %d follow\n", l.dropped, len(l.buf))
 	return append([]byte(head), l.buf...)
+}
+
+// tail is the log's last n lines.
+func (l *controllerLog) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(string(l.buf[max(0, len(l.buf)-16<<10):]), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // logger writes the log's lines: the time since start (as the case's

@@ -67,3 +67,13 @@ func TestBoundedList(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(none, &list))
 	require.Empty(t, list.Items)
 }
+
+// TestControllerLogTail: the last lines, for the errors about a process.
+func TestControllerLogTail(t *testing.T) {
+	l := newControllerLog(1 << 20)
+	for i := range 30 {
+		fmt.Fprintf(l, "line %d\n", i)
+	}
+	require.Equal(t, "line 27\nline 28\nline 29", l.tail(3))
+	require.Equal(t, 30, strings.Count(l.tail(40), "line "), "fewer lines than asked: all")
+}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,17 +189,18 @@ func writeProxyKubeconfig(path, server, namespace string) error {
 // (KUBECONFIG).
 type controllerProcess struct {
 	*procgroup.Process
-	out *processOutput
+	caseLog *controllerLog
 }
 
 // startProcess starts the binary, its output to the file at logPath and
-// to caseLog.
-func startProcess(path string, args []string, logPath string, caseLog io.Writer, env ...string) (*controllerProcess, error) {
+// to the case's log.
+func startProcess(path string, args []string, logPath string, caseLog *controllerLog, env ...string) (*controllerProcess, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("the controller's log: %w", err)
 	}
-	out := &processOutput{file: logFile, caseLog: caseLog}
+	// One writer for both streams: exec then writes from one goroutine.
+	out := io.MultiWriter(logFile, caseLog)
 	fmt.Fprintf(out, "--- kubeprop: starting %s %s\n", path, strings.Join(args, " "))
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -209,7 +209,7 @@ func startProcess(path string, args []string, logPath string, caseLog io.Writer,
 	if err != nil {
 		return nil, fmt.Errorf("starting the controller binary %s: %w", path, err)
 	}
-	return &controllerProcess{Process: proc, out: out}, nil
+	return &controllerProcess{Process: proc, caseLog: caseLog}, nil
 }
 
 // awaitStart waits for the first request through the proxy, then for the
@@ -244,37 +244,6 @@ func (p *controllerProcess) stop(grace time.Duration) error {
 	return err
 }
 
-func (p *controllerProcess) tail() string { return p.out.tail() }
-
-// processOutput writes the process's output to its log file and keeps the
-// last 16 KiB for the errors.
-type processOutput struct {
-	mu      sync.Mutex
-	file    *os.File
-	caseLog io.Writer
-	last    []byte
-}
-
-func (o *processOutput) Write(b []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.last = append(o.last, b...)
-	if over := len(o.last) - 16<<10; over > 0 {
-		o.last = o.last[over:]
-	}
-	if o.caseLog != nil {
-		_, _ = o.caseLog.Write(b)
-	}
-	return o.file.Write(b)
-}
-
-// tail is the last 20 lines of the output.
-func (o *processOutput) tail() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(o.last), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
-}
+// tail is the last lines of the case's controller log: this process's
+// last output, for the errors.
+func (p *controllerProcess) tail() string { return p.caseLog.tail(20) }

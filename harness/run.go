@@ -73,8 +73,8 @@ type Report struct {
 	// Events are the case namespace's Events when a failed case was
 	// judged, oldest first (none for a pass).
 	Events []corev1.Event
-	// Shrinking: the case ran a candidate of a shrink, not a plan drawn
-	// (set for SearchOptions.OnCase).
+	// Shrinking: in a search, the case ran a candidate of the shrink, not
+	// a plan drawn.
 	Shrinking bool
 }
 

@@ -453,8 +453,8 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 		tell(nil, fmt.Errorf("the harness failed: %w", err))
 		return
 	}
+	rep.Shrinking = shrinking != ""
 	if s.opts.OnCase != nil {
-		rep.Shrinking = shrinking != ""
 		s.onCase.Lock()
 		s.opts.OnCase(rep)
 		s.onCase.Unlock()
