@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,8 +103,7 @@ func (m managerController) start(ctx context.Context, c *caseRun) (func() error,
 	opts := controller.Options{
 		SkipNameValidation: ptr.To(true),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return newRecordingQueue(c.recorder, inst, name, workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}))
+			return newRecordingQueue(c.recorder, inst, name, rl, c.spec.SettleQuiet)
 		},
 	}
 	if err := callSetup(m.setup, mgr, opts); err != nil {
@@ -179,26 +179,75 @@ func (c *caseRun) instanceConfig(inst *inject.Instance, writes bool) *rest.Confi
 // The reconciles of an instance killed by CrashAfterWrite are not
 // recorded: what it did after its death is an artefact of running in
 // process, where the reconcile goes on with a client that refuses all.
+//
+// An item whose back-off brings it back within the settle's quiet period
+// (a back-off's first steps) is pending too while it waits: the
+// controller has its next attempt in hand, and a settle that ended in the
+// gap only because a loaded machine stretched it would heal the faults a
+// retry sooner than on an idle machine (a speed-dependent verdict). A
+// longer back-off is the controller's own quiet; so is a RequeueAfter, a
+// poll that may go on for ever.
 type recordingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	rec  *record.Recorder
-	inst *inject.Instance
-	name string
-	shut atomic.Bool // a stopped controller's queue keeps its items; idle ignores them
+	rec   *record.Recorder
+	inst  *inject.Instance
+	name  string
+	quiet time.Duration
+	shut  atomic.Bool // a stopped controller's queue keeps its items; idle ignores them
+
+	mu   sync.Mutex
+	soon map[reconcile.Request]bool // requeued within quiet, not yet taken
 }
 
-func newRecordingQueue(rec *record.Recorder, inst *inject.Instance, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *recordingQueue {
-	rq := &recordingQueue{TypedRateLimitingInterface: q, rec: rec, inst: inst, name: name}
+func newRecordingQueue(rec *record.Recorder, inst *inject.Instance, name string, rl workqueue.TypedRateLimiter[reconcile.Request], quiet time.Duration) *recordingQueue {
+	rq := &recordingQueue{rec: rec, inst: inst, name: name, quiet: quiet, soon: map[reconcile.Request]bool{}}
+	rq.TypedRateLimitingInterface = workqueue.NewTypedRateLimitingQueueWithConfig[reconcile.Request](
+		recordingLimiter{TypedRateLimiter: rl, q: rq},
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name})
 	rec.AddQueue(rq)
 	return rq
 }
 
-// Pending: items wait, and the controller still runs.
-func (q *recordingQueue) Pending() bool { return !q.shut.Load() && q.Len() > 0 }
+// recordingLimiter tells its queue each back-off it hands out.
+type recordingLimiter struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	q *recordingQueue
+}
+
+func (l recordingLimiter) When(item reconcile.Request) time.Duration {
+	d := l.TypedRateLimiter.When(item)
+	l.q.requeued(item, d)
+	return d
+}
+
+// requeued notes an item's back-off of d.
+func (q *recordingQueue) requeued(item reconcile.Request, d time.Duration) {
+	if d > q.quiet {
+		return
+	}
+	q.mu.Lock()
+	q.soon[item] = true
+	q.mu.Unlock()
+}
+
+// Pending: items wait, or come back within the quiet period, and the
+// controller still runs.
+func (q *recordingQueue) Pending() bool {
+	if q.shut.Load() {
+		return false
+	}
+	q.mu.Lock()
+	soon := len(q.soon) > 0
+	q.mu.Unlock()
+	return soon || q.Len() > 0
+}
 
 func (q *recordingQueue) Get() (reconcile.Request, bool) {
 	item, shutdown := q.TypedRateLimitingInterface.Get()
 	if !shutdown {
+		q.mu.Lock()
+		delete(q.soon, item)
+		q.mu.Unlock()
 		q.rec.ReconcileStarted(q.name, item.String())
 	}
 	return item, shutdown

@@ -569,13 +569,23 @@ func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (t
 	}
 	tr = c.recorder.Trace(requests, final)
 	tr.Reference = c.reference
+	verdicts := c.judgeTrace(tr, inBackground, start)
+	if !inBackground && c.failsAnew(verdicts) {
+		// A failure must hold on every change up to now (see
+		// Recorder.CatchUp): judged again once the watches caught up.
+		if err := c.catchUp(); err != nil {
+			return nil, false, false, err
+		}
+		if requests, err = c.audit.Read(); err != nil {
+			return nil, false, false, err
+		}
+		tr = c.recorder.Trace(requests, final)
+		tr.Reference = c.reference
+		verdicts = c.judgeTrace(tr, false, start)
+	}
 	for i, p := range c.spec.Properties {
 		if !c.verdicts[i].Done {
-			v := p.Check(tr)
-			if inBackground {
-				v = c.confirmInBackground(i, v, start)
-			}
-			c.verdicts[i] = v
+			c.verdicts[i] = verdicts[i]
 		}
 		v := c.verdicts[i]
 		if v.Err != nil && (healed.IsZero() || c.failedInSteps || !open) {
@@ -587,6 +597,50 @@ func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (t
 		c.failedInSteps = true
 	}
 	return tr, open, decided, nil
+}
+
+// judgeTrace is each undecided property's verdict on tr (nil where
+// decided); c.checkMu is held.
+func (c *caseRun) judgeTrace(tr *properties.Trace, inBackground bool, start time.Time) []properties.Verdict {
+	verdicts := make([]properties.Verdict, len(c.spec.Properties))
+	for i, p := range c.spec.Properties {
+		if c.verdicts[i].Done {
+			continue
+		}
+		verdicts[i] = p.Check(tr)
+		if inBackground {
+			verdicts[i] = c.confirmInBackground(i, verdicts[i], start)
+		}
+	}
+	return verdicts
+}
+
+// failsAnew reports whether a property undecided so far fails.
+func (c *caseRun) failsAnew(verdicts []properties.Verdict) bool {
+	for i, v := range verdicts {
+		if !c.verdicts[i].Done && v.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// catchUpWithin bounds the wait for the case's watches to bring every
+// change up to now.
+const catchUpWithin = 30 * time.Second
+
+// catchUp waits for the case's watches to bring every change up to now.
+func (c *caseRun) catchUp() error {
+	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](c.ctx, context.Background()), catchUpWithin)
+	defer cancel()
+	at := time.Now()
+	if err := c.recorder.CatchUp(ctx); err != nil {
+		return fmt.Errorf("judging a failure: %w", err)
+	}
+	if waited := time.Since(at); waited > time.Second {
+		c.logf("the watches took %v to bring every change up to now before a failure was judged", waited.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // backgroundCheckEvery is the least time between two checks made while a

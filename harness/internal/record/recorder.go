@@ -51,6 +51,10 @@ type Recorder struct {
 	injected   []properties.Request // requests the harness refused itself
 	factory    dynamicinformer.DynamicSharedInformerFactory
 	stop       chan struct{}
+	// What Watch watches, for CatchUp's lists.
+	client    dynamic.Interface
+	namespace string
+	watched   []schema.GroupVersionResource
 }
 
 // Options configure a Recorder. Zero values take the defaults.
@@ -118,6 +122,7 @@ func New(opts Options) *Recorder {
 // Watch starts observing the resources in namespace and returns when their
 // first lists are in.
 func (r *Recorder) Watch(ctx context.Context, client dynamic.Interface, namespace string, resources []schema.GroupVersionResource) error {
+	r.client, r.namespace, r.watched = client, namespace, resources
 	r.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, namespace, nil)
 	for _, gvr := range resources {
 		inf := r.factory.ForResource(gvr).Informer()
