@@ -119,35 +119,61 @@ type fieldSetter interface {
 
 // setAgain: later changes set every field st sets, of its fixture, before
 // any change whose reach is not known.
-func setAgain(st Step, later []Step) bool {
+func setAgain(st Step, later []Step) bool { return setAgainBy(st, later, false) >= 0 }
+
+// setAgainBy is the index in later of the change with which later changes
+// have set every field st sets, of its fixture, before any change whose
+// reach is not known; -1 when they do not. passFaults: steps that change
+// no desired state (faults) are passed over.
+func setAgainBy(st Step, later []Step, passFaults bool) int {
 	a, ok := st.(fieldSetter)
 	if !ok {
-		return false
+		return -1
 	}
 	object, paths, ok := a.setsFields()
 	if !ok || len(paths) == 0 {
-		return false
+		return -1
 	}
-	for _, l := range later {
+	for i, l := range later {
 		b, ok := l.(fieldSetter)
-		if !ok {
-			return false // a Recreate or a growth: what follows may build on st
+		_, otherWriter := l.(ConflictingWriterStep)
+		switch {
+		case !ok && passFaults && !IsUserChange(l) && !otherWriter:
+			continue
+		case !ok:
+			return -1 // a Recreate, a growth, another writer: what follows may build on st
 		}
 		laterObject, laterPaths, ok := b.setsFields()
 		switch {
 		case laterObject != object:
 			continue
 		case !ok:
-			return false
+			return -1
 		}
 		paths = slices.DeleteFunc(paths, func(p []string) bool {
 			return slices.ContainsFunc(laterPaths, func(q []string) bool { return len(q) <= len(p) && slices.Equal(p[:len(q)], q) })
 		})
 		if len(paths) == 0 {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
+}
+
+// SetAgain are the user changes of plan that later ones set again (every
+// field each sets, of its fixture, as Net leaves them out of a burst),
+// the faults between passed over: by index in plan, the index of the
+// change with which the fields are all set again. A change whose reach is
+// not known (a Recreate, a growth, a burst, another writer's) ends the
+// search for the changes before it.
+func SetAgain(plan []Step) map[int]int {
+	out := map[int]int{}
+	for i, st := range plan {
+		if j := setAgainBy(st, plan[i+1:], true); j >= 0 {
+			out[i] = i + 1 + j
+		}
+	}
+	return out
 }
 
 // burstOf is a burst of steps, or the step itself when there is one.

@@ -178,3 +178,29 @@ func TestFieldChange(t *testing.T) {
 	require.ErrorContains(t, err, `type "strategic"`)
 	require.False(t, errors.Is(err, ErrNoOp))
 }
+
+// TestSetAgain: the user changes of a plan that later ones set again, the
+// faults between passed over; a Recreate, a growth, a burst or another
+// writer between ends the search.
+func TestSetAgain(t *testing.T) {
+	storage := func(gi string) Step { return UserChangeStep{Name: "StorageChange", Patch: `{"spec":{"storage":"` + gi + `"}}`} }
+	scale := ScaleChangeStep{Field: "spec.replicas", Value: 1}
+	errs := APIErrorsStep{Error: Timeout, Requests: 30}
+	for _, tc := range []struct {
+		name string
+		plan []Step
+		want map[int]int
+	}{
+		{"a fault between", []Step{errs, storage("3Gi"), CrashAfterWriteStep{}, storage("2Gi")}, map[int]int{1: 3}},
+		{"another field between", []Step{storage("3Gi"), scale, storage("4Gi"), storage("2Gi")}, map[int]int{0: 2, 2: 3}},
+		{"another fixture", []Step{storage("3Gi"), UserChangeStep{Name: "StorageChange", Object: 1, Patch: `{"spec":{"storage":"2Gi"}}`}}, map[int]int{}},
+		{"a Recreate between", []Step{storage("3Gi"), RecreateStep{}, storage("2Gi")}, map[int]int{}},
+		{"a growth between", []Step{storage("3Gi"), VolumeGrowthStep{ByGi: 1}, storage("2Gi")}, map[int]int{}},
+		{"another writer between", []Step{scale, ConflictingWriterStep{Field: "spec.replicas", Value: 4, Rounds: 1}, scale}, map[int]int{}},
+		{"a burst between", []Step{storage("3Gi"), BurstStep{Steps: []Step{scale, scale}}, storage("2Gi")}, map[int]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, SetAgain(tc.plan))
+		})
+	}
+}

@@ -184,6 +184,13 @@ type caseRun struct {
 	// reference is the case's reference run, when a property judges
 	// against one.
 	reference *properties.ReferenceRun
+	// plan is the case's plan, its user changes as its reference run
+	// named them.
+	plan []faults.Step
+	// alternativeTried: alternativeReference ran; alternativeTornDown
+	// return once the reference runs it made have torn down.
+	alternativeTried    bool
+	alternativeTornDown []func()
 }
 
 var caseSeq atomic.Int64
@@ -245,6 +252,12 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	c := &caseRun{reference: reference, env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
 		ctlLog: newControllerLog(EvidenceLimit), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
 	c.logger = c.ctlLog.logger(c.started)
+	c.plan = plan
+	defer func() {
+		for _, tornDown := range c.alternativeTornDown {
+			tornDown()
+		}
+	}()
 	// A write by the conflicting writer is an event that drives what
 	// follows it.
 	c.recorder = record.New(record.Options{TimeScale: env.timeScale, Controller: UserController, FaultManagers: []string{faults.ConflictingWriterManager}})
@@ -582,6 +595,12 @@ func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (t
 		tr = c.recorder.Trace(requests, final)
 		tr.Reference = c.reference
 		verdicts = c.judgeTrace(tr, false, start)
+		if alt, err := c.alternativeReference(tr, verdicts); err != nil {
+			return nil, false, false, err
+		} else if alt {
+			tr.Reference = c.reference
+			verdicts = c.judgeTrace(tr, false, start)
+		}
 	}
 	for i, p := range c.spec.Properties {
 		if !c.verdicts[i].Done {
@@ -641,6 +660,73 @@ func (c *caseRun) catchUp() error {
 		c.logf("the watches took %v to bring every change up to now before a failure was judged", waited.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// alternativeReference attaches to the case's reference run the one of
+// its plan without the user changes that later ones set again before the
+// case had carried them out (see properties.ReferenceRun.Alternative),
+// once, when the referenced property fails anew and there are such
+// changes: carried out means the case's state just before the change that
+// set them again matched the reference's then. It reports whether it
+// attached one. c.checkMu is held.
+func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properties.Verdict) (bool, error) {
+	p := c.spec.referenced()
+	i := slices.IndexFunc(c.spec.Properties, func(q properties.Property) bool { return q == properties.Property(p) })
+	// The end state is judged after the heal (before it, only the claims
+	// deleted, which no other reference changes).
+	if i < 0 || tr.Healed.IsZero() || c.reference == nil || c.reference.Failed != nil || c.alternativeTried || c.verdicts[i].Done || verdicts[i].Err == nil {
+		return false, nil
+	}
+	c.alternativeTried = true
+	setAgain := faults.SetAgain(c.plan)
+	if len(setAgain) == 0 {
+		return false, nil
+	}
+	// The k-th user change of the case is the k-th of its reference run.
+	ordinal, n := map[int]int{}, 0
+	for j, st := range c.plan {
+		if faults.IsUserChange(st) {
+			ordinal[j] = n
+			n++
+		}
+	}
+	caseTimes, refTimes := tr.UserChanges(), c.reference.Trace.UserChanges()
+	var left []int
+	for _, j := range slices.Sorted(maps.Keys(setAgain)) {
+		k, ok := ordinal[setAgain[j]]
+		if ok && k < len(caseTimes) && k < len(refTimes) && !p.Reached(tr, caseTimes[k], refTimes[k]) {
+			left = append(left, j)
+		}
+	}
+	if len(left) == 0 {
+		return false, nil
+	}
+	var plan []faults.Step
+	for j, st := range c.plan {
+		if !slices.Contains(left, j) {
+			plan = append(plan, st)
+		}
+	}
+	run, _, namespace, took, tornDown, err := c.env.reference(cmp.Or[context.Context](c.ctx, context.Background()), c.spec, p, plan)
+	c.alternativeTornDown = append(c.alternativeTornDown, tornDown)
+	if err != nil {
+		return false, fmt.Errorf("the reference run without the user changes set again (steps %v): %w", left, err)
+	}
+	if run.Failed != nil {
+		c.logf("the reference run without the user changes set again before the case carried them out (steps %v) failed: %v", left, run.Failed)
+		return false, nil
+	}
+	alt := *run
+	alt.NetOfBursts = c.reference.NetOfBursts || netted(plan)
+	ref := *c.reference
+	ref.Alternative = &alt
+	c.reference = &ref
+	where := "the one of an earlier case"
+	if namespace != "" {
+		where = fmt.Sprintf("%s, %.1fs", namespace, took.Seconds())
+	}
+	c.logf("reference run without the user changes set again before the case carried them out (steps %v): %s", left, where)
+	return true, nil
 }
 
 // backgroundCheckEvery is the least time between two checks made while a

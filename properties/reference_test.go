@@ -204,6 +204,49 @@ func TestMatchesReference(t *testing.T) {
 		v = p.Check(net(referenceTrace(20*s, acted, 0)))
 		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: StatefulSet db spec.replicas")
 	})
+	t.Run("against the reference without a change set again", func(t *testing.T) {
+		// The reference run grew the claims to 3Gi and refused the later
+		// 2Gi; the case never got to grow them to 3Gi and grew them to
+		// 2Gi: it ends as the plan without the 3Gi does.
+		storage := func(gi string) func(int, []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+				for _, claim := range objects[4:6] {
+					set(claim, gi, "spec", "resources", "requests", "storage")
+				}
+				return objects
+			}
+		}
+		alternative := func(tr *Trace, gi string) *Trace {
+			objects := storage(gi)(0, runObjects("kp-3", 3))
+			tr.Reference.Alternative = &ReferenceRun{Trace: &Trace{States: []State{{At: t0, Objects: objects}}}}
+			return tr
+		}
+		v := p.Check(referenceTrace(20*s, storage("2Gi"), 0))
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: "+
+			"PersistentVolumeClaim data-db-0 spec.resources.requests.storage; PersistentVolumeClaim data-db-1 spec.resources.requests.storage")
+		v = p.Check(alternative(referenceTrace(20*s, storage("2Gi"), 0), "2Gi"))
+		require.NoError(t, v.Err, v.Detail)
+		require.True(t, v.Done)
+		require.Contains(t, v.Detail, "without the user changes set again")
+		v = p.Check(alternative(referenceTrace(20*s, storage("4Gi"), 0), "2Gi"))
+		require.ErrorContains(t, v.Err, "differs from the reference run's", "neither run ends there")
+		v = p.Check(alternative(referenceTrace(20*s, nil, 0), "2Gi"))
+		require.NoError(t, v.Err, "the reference run itself comes first")
+		require.NotContains(t, v.Detail, "without the user changes")
+	})
+	t.Run("reached", func(t *testing.T) {
+		// The reference at 0 s is run 1's objects; the case's at 2 s are
+		// run 7's as they are, at 3 s with another replica count.
+		tr := referenceTrace(20*s, func(at int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			if at == 3 {
+				set(objects[1], int64(3), "spec", "replicas")
+			}
+			return objects
+		}, 2, 3)
+		require.True(t, p.(Referenced).Reached(tr, at(2*s), t0), "what differs between healthy runs is left out")
+		require.False(t, p.(Referenced).Reached(tr, at(3*s), t0))
+		require.False(t, p.(Referenced).Reached(tr, at(time.Second), t0), "no state of the case yet")
+	})
 	t.Run("history is no state", func(t *testing.T) {
 		// The ControllerRevision deleted: its name is still in values.
 		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {

@@ -13,7 +13,7 @@ import (
 // CatchUp returns once the recorder has seen every change its watches
 // will bring up to now: each watched resource is listed, and the wait
 // lasts until every listed object has been seen at its resource version or
-// a newer one, and every object seen that the list no longer holds (and
+// a newer one (deleted, maybe), and every object seen that the list no longer holds (and
 // that is not newer than the list) has been seen deleted. Each resource
 // has its own watch stream, and on a loaded machine one can lag another by
 // more than any quiet period: a state built before the lagging changes
@@ -41,18 +41,22 @@ func (r *Recorder) CatchUp(ctx context.Context) error {
 		}
 		lists = append(lists, l)
 	}
+	var behind string // what the watches had not brought at the last look
 	caughtUp := func(context.Context) (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, l := range lists {
 			for key, rv := range l.items {
-				if seen := r.objects[key]; seen == nil || resourceVersion(seen.GetResourceVersion()) < rv {
+				// Seen at the list's version or later (deleted since, too).
+				if seen := r.seen[key]; seen < rv {
+					behind = fmt.Sprintf("%s seen at %d, listed at %d", key, seen, rv)
 					return false, nil
 				}
 			}
 			for key, seen := range r.objects {
 				_, listedToo := l.items[key]
 				if !listedToo && r.resources[seen.GetKind()] == l.resource && resourceVersion(seen.GetResourceVersion()) <= l.rv {
+					behind = fmt.Sprintf("%s seen at %s, not in the list at %d", key, seen.GetResourceVersion(), l.rv)
 					return false, nil // its deletion is on its way
 				}
 			}
@@ -60,7 +64,7 @@ func (r *Recorder) CatchUp(ctx context.Context) error {
 		return true, nil
 	}
 	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, caughtUp); err != nil {
-		return fmt.Errorf("waiting for the watches to bring the changes up to a fresh list: %w", err)
+		return fmt.Errorf("waiting for the watches to bring the changes up to a fresh list (%s): %w", behind, err)
 	}
 	return nil
 }

@@ -15,13 +15,13 @@ import (
 
 // TestCatchUpWaitsForLaggingWatches: a fresh list shows pod a newer than
 // the recorder saw it and pod b gone; CatchUp returns only once both
-// changes arrived, and states built after it hold them in the API
-// server's order.
+// changes arrived. Pod c, made after the list, and pod d, deleted after
+// it, are no lag.
 func TestCatchUpWaitsForLaggingWatches(t *testing.T) {
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{pods: "PodList"})
 	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		list := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*pod("a", "20", map[string]any{})}}
+		list := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*pod("a", "20", map[string]any{}), *pod("d", "18", map[string]any{})}}
 		list.SetResourceVersion("30")
 		return true, list, nil
 	})
@@ -30,6 +30,8 @@ func TestCatchUpWaitsForLaggingWatches(t *testing.T) {
 	r.observe("pods", nil, pod("a", "10", map[string]any{}))
 	r.observe("pods", nil, pod("b", "11", map[string]any{}))
 	r.observe("pods", nil, pod("c", "35", map[string]any{})) // created after the list
+	r.observe("pods", nil, pod("d", "18", map[string]any{}))
+	r.observeDelete(pod("d", "32", map[string]any{})) // deleted after the list
 
 	caughtUp := make(chan error, 1)
 	go func() { caughtUp <- r.CatchUp(context.Background()) }()

@@ -32,6 +32,7 @@ type Recorder struct {
 	// find the requests that wrote an object.
 	resources map[string]string
 	changes   []change                              // in resource-version order
+	seen      map[string]uint64                     // by kind/name, the newest resource version of a change seen
 	states    []properties.State                    // after each of changes, built lazily
 	built     map[string]*unstructured.Unstructured // the objects after states
 	memo      properties.Memo                       // the traces' memo
@@ -113,6 +114,7 @@ func New(opts Options) *Recorder {
 		start:     opts.Clock.Now(),
 		objects:   map[string]*unstructured.Unstructured{},
 		resources: map[string]string{},
+		seen:      map[string]uint64{},
 		inflight:  map[string]*inflightReconcile{},
 		added:     map[string]bool{},
 		stop:      make(chan struct{}),
@@ -222,6 +224,7 @@ func (r *Recorder) record(at time.Time, u *unstructured.Unstructured, deleted bo
 		rv = r.changes[len(r.changes)-1].rv
 	}
 	c.rv = rv
+	r.seen[c.key] = max(r.seen[c.key], rv)
 	i := len(r.changes)
 	for i > 0 && r.changes[i-1].rv > rv {
 		i--
