@@ -183,7 +183,9 @@ func TestFieldChange(t *testing.T) {
 // faults between passed over; a Recreate, a growth, a burst or another
 // writer between ends the search.
 func TestSetAgain(t *testing.T) {
-	storage := func(gi string) Step { return UserChangeStep{Name: "StorageChange", Patch: `{"spec":{"storage":"` + gi + `"}}`} }
+	storage := func(gi string) Step {
+		return UserChangeStep{Name: "StorageChange", Patch: `{"spec":{"storage":"` + gi + `"}}`}
+	}
 	scale := ScaleChangeStep{Field: "spec.replicas", Value: 1}
 	errs := APIErrorsStep{Error: Timeout, Requests: 30}
 	for _, tc := range []struct {
