@@ -51,11 +51,16 @@ test: bins
 # plan, shrunk length), the correct controllers' checks per minute and
 # false alarms. Each bug is searched with the faults that reveal it, as go
 # test does; BENCH_FLAGS= (empty) searches every fault.
+# Last, how often each saved scenario reproduces what it expects, over
+# BENCH_REPLAYS replays.
 BENCH_SEEDS ?= 3
 BENCH_FLAGS ?= -focused
+BENCH_REPLAYS ?= 5
 bench: bins
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 	$(GO) run ./hack/demo -seeds $(BENCH_SEEDS) $(BENCH_FLAGS)
+	$(GO) test -count=1 -timeout 60m -run '^TestSavedScenarios$$' -v ./controllers -kubeprop.replay.count=$(BENCH_REPLAYS) 2>&1 | \
+		grep -E 'kubeprop: .*(reproduced|passed) [0-9]+ of [0-9]+|failed in [0-9]+ of|held in all|--- FAIL'
 
 # The main job: the conformance suite on the bundled controllers (the
 # correct PodSet controller and its seeded bugs), a table of the outcomes,

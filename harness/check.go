@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/scenario"
@@ -16,6 +20,9 @@ import (
 
 var replayFlag = flag.String("kubeprop.replay", os.Getenv("KUBEPROP_REPLAY"),
 	"kubeprop: replay this scenario file instead of drawing plans (env KUBEPROP_REPLAY)")
+
+var replayCountFlag = flag.Int("kubeprop.replay.count", envInt("KUBEPROP_REPLAY_COUNT", 1),
+	"kubeprop: replay each scenario this many times, -kubeprop.parallel at a time, and say how many reproduced its failure (env KUBEPROP_REPLAY_COUNT)")
 
 // ScenarioDir is where Check saves the scenarios of failures, under the
 // test's name.
@@ -29,7 +36,7 @@ func Replay(t TB, env *Env, spec Spec, file string) {
 	if err := spec.validate(); err != nil {
 		t.Fatal(err)
 	}
-	replay(t, env, spec, file, false)
+	replay(t, env, spec, file, false, *replayCountFlag)
 }
 
 // ReplayDir replays every scenario file (*.yaml, but the events and
@@ -59,40 +66,134 @@ func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 	}
 }
 
-// replay runs a scenario. show makes every property failure fail the test
-// (the replay command: the user wants to see the failure); otherwise the
-// scenario's expectation is checked.
-func replay(t TB, env *Env, spec Spec, file string, show bool) {
+// replay runs a scenario count times (-kubeprop.replay.count). show makes every
+// property failure fail the test (the replay command: the user wants to
+// see the failure); otherwise the scenario's expectation is checked: every
+// replay passes, or enough of them reproduce the failure (expect.rate).
+func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	t.Helper()
 	s, plan, err := scenario.ReadPlan(file, spec.known())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), env, spec, plan)
+	if count < 1 {
+		t.Fatalf("kubeprop: -kubeprop.replay.count is %d: give how many times to replay each scenario, 1 or more", count)
+	}
+	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: *parallelFlag})
 	if err != nil {
 		t.Fatalf("kubeprop: the harness failed replaying %s: %v", file, err)
 	}
-	timeline := "\n      " + strings.Join(rep.Timeline, "\n      ")
-	if show {
-		for _, f := range rep.Failures {
-			t.Errorf("kubeprop: %s", f.Message)
+	n := len(reps)
+	of := func(i int) string {
+		if n == 1 {
+			return ""
 		}
-		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline)
+		return fmt.Sprintf(" (replay %d of %d)", i+1, n)
+	}
+	timeline := func(rep *Report) string { return "\n      " + strings.Join(rep.Timeline, "\n      ") }
+	if show {
+		failed := 0
+		for i, rep := range reps {
+			if rep.Failed() {
+				failed++
+			}
+			for _, f := range rep.Failures {
+				t.Errorf("kubeprop: %s%s", f.Message, of(i))
+			}
+		}
+		if n > 1 {
+			t.Logf("kubeprop: %s failed in %d of %d replays", file, failed, n)
+		}
+		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline(reps[0]))
 		return
 	}
 	switch s.Expect.Outcome {
 	case scenario.Pass:
-		for _, f := range rep.Failures {
-			t.Errorf("kubeprop: %s (replaying %s, which expects every property to hold)\n    timeline:%s", f.Message, file, timeline)
-		}
-	case scenario.Fail:
-		for _, f := range rep.Failures {
-			if f.Property == s.Expect.Property {
-				t.Logf("kubeprop: %s reproduced (%s): %s", file, rep.Times, f.Message)
-				return
+		passed := 0
+		for i, rep := range reps {
+			if !rep.Failed() {
+				passed++
+			}
+			for _, f := range rep.Failures {
+				t.Errorf("kubeprop: %s (replaying %s%s, which expects every property to hold)\n    timeline:%s", f.Message, file, of(i), timeline(rep))
 			}
 		}
-		t.Errorf("kubeprop: replaying %s, property %s held, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass\n    timeline:%s",
-			file, s.Expect.Property, timeline)
+		if n > 1 {
+			t.Logf("kubeprop: %s passed %d of %d", file, passed, n)
+		}
+	case scenario.Fail:
+		reproduced, missed := 0, -1
+		for i, rep := range reps {
+			if slices.ContainsFunc(rep.Failures, func(f Failure) bool { return f.Property == s.Expect.Property }) {
+				reproduced++
+			} else if missed < 0 {
+				missed = i
+			}
+		}
+		need := s.Expect.Needed(n)
+		switch {
+		case reproduced >= need:
+			t.Logf("kubeprop: %s reproduced %d of %d (%s)", file, reproduced, n, reps[0].Times)
+		case reproduced == 0:
+			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass\n    timeline:%s",
+				file, s.Expect.Property, inAll(n), timeline(reps[missed]))
+		default:
+			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered, or a look at what it now depends on\n    timeline of a replay that passed:%s",
+				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, rateOf(s.Expect), timeline(reps[missed]))
+		}
 	}
+}
+
+func inAll(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in all %d replays", n)
+}
+
+// rateOf is the rate a scenario expects, 1 when it states none.
+func rateOf(e scenario.Expect) float64 {
+	if e.Rate == 0 {
+		return 1
+	}
+	return e.Rate
+}
+
+// RepeatOptions configure Repeat. Zero values take the defaults.
+type RepeatOptions struct {
+	// Count is how many times the plan runs. Zero means once.
+	Count int
+	// Parallel is how many of the runs go at once, at most MaxParallel.
+	// Zero means DefaultParallel.
+	Parallel int
+}
+
+// Repeat runs plan Count times, Parallel at a time, each a case of its
+// own (the reference run, if any, made once), and returns their reports in
+// order: how often a failure reproduces. The first harness error ends it.
+func Repeat(ctx context.Context, env *Env, spec Spec, plan []faults.Step, opts RepeatOptions) ([]*Report, error) {
+	count, parallel := max(opts.Count, 1), opts.Parallel
+	if parallel == 0 {
+		parallel = DefaultParallel()
+	}
+	if parallel < 0 || parallel > MaxParallel {
+		return nil, fmt.Errorf("repeating a plan: Parallel is %d; give 1 to %d, or 0 for the default", parallel, MaxParallel)
+	}
+	reps := make([]*Report, count)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := range count {
+		g.Go(func() error {
+			rep, err := Run(ctx, env, spec, plan)
+			if err != nil {
+				return fmt.Errorf("replay %d of %d: %w", i+1, count, err)
+			}
+			reps[i] = rep
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return reps, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,7 +132,7 @@ func TestCheckCorrectController(t *testing.T) {
 }
 
 // failureRecorder is a rapid.TB that keeps the failures of a check that
-// is meant to fail, instead of failing the test.
+// is meant to fail, instead of failing the test, and what it logs.
 type failureRecorder struct {
 	*testing.T
 	mu     sync.Mutex
@@ -144,6 +145,11 @@ func (f *failureRecorder) record(msg string) {
 	defer f.mu.Unlock()
 	f.failed = true
 	f.msgs = append(f.msgs, msg)
+}
+func (f *failureRecorder) Logf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, sprintf(format, args...))
 }
 func (f *failureRecorder) Errorf(format string, args ...any) { f.record(sprintf(format, args...)) }
 func (f *failureRecorder) Error(args ...any)                 { f.record(sprint(args...)) }
@@ -314,4 +320,33 @@ func TestRunControllerFaults(t *testing.T) {
 		}
 	}
 	require.Positive(t, failed, "the refused writes failed reconciles")
+}
+
+// TestReplayCountsReproductions: a scenario replayed four times on a
+// controller that churns in every other instance reproduces its failure
+// in 2 of 4; expect.rate 0.5 takes that, 0.75 names the rate measured.
+func TestReplayCountsReproductions(t *testing.T) {
+	t.Parallel()
+	var starts atomic.Int32
+	spec := widgetSpec(false)
+	spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
+		return (&widgetReconciler{churn: starts.Add(1)%2 == 1}).setup(mgr, opts)
+	})
+	spec.Properties[3] = properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 2 * time.Second})
+	dir := t.TempDir()
+	write := func(rate float64) string {
+		s, err := scenario.New([]faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 4}}, "",
+			scenario.Expect{Outcome: scenario.Fail, Property: "quiescent", Rate: rate})
+		require.NoError(t, err)
+		path := filepath.Join(dir, fmt.Sprintf("rate-%v.yaml", rate))
+		require.NoError(t, s.Write(path))
+		return path
+	}
+	tb := expectFailure(t, func(tb *failureRecorder) { harness.ReplayCount(tb, env, spec, write(0.5), 4) })
+	require.False(t, tb.Failed(), tb.output())
+	require.Contains(t, tb.output(), "reproduced 2 of 4")
+	tb = expectFailure(t, func(tb *failureRecorder) { harness.ReplayCount(tb, env, spec, write(0.75), 4) })
+	require.True(t, tb.Failed())
+	require.Contains(t, tb.output(), "property quiescent failed in 2 of 4 replays (0.50), and the scenario expects at least 3 (expect.rate 0.75)")
+	require.Equal(t, int32(8), starts.Load(), "one controller instance per replay")
 }

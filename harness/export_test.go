@@ -27,3 +27,9 @@ func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch,
 	tornDown()
 	return p.writes, p.provoked, err
 }
+
+// ReplayCount is Replay with -kubeprop.replay.count=count.
+func ReplayCount(t TB, env *Env, spec Spec, file string, count int) {
+	t.Helper()
+	replay(t, env, spec, file, false, count)
+}

@@ -209,7 +209,7 @@ func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
 		t.Fatal(err)
 	}
 	if *replayFlag != "" {
-		replay(t, env, spec, *replayFlag, true)
+		replay(t, env, spec, *replayFlag, true, *replayCountFlag)
 		return
 	}
 	f, err := Find(env, spec, t.Name(), opts)

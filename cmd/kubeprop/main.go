@@ -281,20 +281,28 @@ func (p prefixed) Write(b []byte) (int, error) {
 }
 
 func replayCommand(args []string, stdout, stderr io.Writer) int {
-	fs := commandFlags("kubeprop replay", "Usage: kubeprop replay [flags] SCENARIO.yaml...\n\nRuns the plan of each saved scenario once, with the controller of the spec\nfile that found it, and prints every property's verdict. The exit code\nis the worst of all: 2 if any could not be replayed, 1 if any failed.\n", stderr)
+	fs := commandFlags("kubeprop replay", "Usage: kubeprop replay [flags] SCENARIO.yaml...\n\nRuns the plan of each saved scenario (once, or -count times, -parallel at\na time), with the controller of the spec file that found it, and prints\nevery property's verdict and how many replays reproduced the failure. The exit code\nis the worst of all: 2 if any could not be replayed, 1 if any failed.\n", stderr)
 	specPath := fs.String("spec", "", "the spec file (default: the one each scenario names)")
 	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case per scenario")
 	verbose := fs.Bool("v", false, "print each case's timeline to stderr")
 	evidence := fs.Bool("evidence", false, "write the controller's log, the events and the objects of each replay that fails beside its scenario, replacing those saved with it")
+	count := fs.Int("count", 1, "replay each scenario this many times and say how many reproduced its failure")
+	parallel := fs.Int("parallel", 0, fmt.Sprintf("replays run at once, 1 to %d (0: the default, %d)", harness.MaxParallel, harness.DefaultParallel()))
 	if code, ok := parse(fs, args, -1, stderr); !ok {
 		return code
+	}
+	if *count < 1 {
+		return badInput(stderr, fmt.Errorf("-count is %d: give how many times to replay each scenario, 1 or more", *count))
+	}
+	if *parallel < 0 || *parallel > harness.MaxParallel {
+		return badInput(stderr, fmt.Errorf("-parallel is %d: give 1 to %d, or 0 for the default", *parallel, harness.MaxParallel))
 	}
 	junit, err := newJUnit(*junitPath, "kubeprop.replay")
 	if err != nil {
 		return badInput(stderr, err)
 	}
 	started := time.Now()
-	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose, evidence: *evidence}
+	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose, evidence: *evidence, count: *count, parallel: *parallel}
 	defer r.stop()
 	code, failing := exitPass, 0
 	for _, path := range fs.Args() {
@@ -329,6 +337,8 @@ type replayer struct {
 	specPath       string
 	verbose        bool
 	evidence       bool // save a failing replay's log, events and objects
+	count          int  // replays of each scenario
+	parallel       int  // replays at once (0: the default)
 
 	spec    *loadedSpec
 	env     *harness.Env
@@ -374,17 +384,35 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		}
 	}
 	fmt.Fprintf(r.stderr, "kubeprop: replaying %s: %s\n", path, faults.FormatPlan(plan))
-	rep, err := harness.Run(context.Background(), r.env, r.spec.spec, plan)
+	reps, err := harness.Repeat(context.Background(), r.env, r.spec.spec, plan, harness.RepeatOptions{Count: r.count, Parallel: r.parallel})
 	if err != nil {
 		return exitBadInput, replayed{}, err
 	}
 	if r.verbose {
-		fmt.Fprintf(r.stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
+		for i, rep := range reps {
+			if len(reps) > 1 {
+				fmt.Fprintf(r.stderr, "  replay %d of %d:\n", i+1, len(reps))
+			}
+			fmt.Fprintf(r.stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
+		}
+	}
+	// The first failing replay speaks for all; the count says how often.
+	rep, failed, reproduced := reps[0], 0, 0
+	for _, each := range reps {
+		if each.Failed() {
+			if failed == 0 {
+				rep = each
+			}
+			failed++
+		}
+		if s.Expect.Outcome == scenario.Fail && slices.ContainsFunc(each.Failures, func(f harness.Failure) bool { return f.Property == s.Expect.Property }) {
+			reproduced++
+		}
 	}
 	var out strings.Builder
 	code := exitPass
 	if !rep.Failed() {
-		fmt.Fprintf(&out, "PASS every property held\n")
+		fmt.Fprintf(&out, "PASS every property held%s\n", inEvery(len(reps)))
 		if s.Expect.Outcome == scenario.Fail {
 			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
 		}
@@ -393,8 +421,18 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		for _, f := range rep.Failures {
 			fmt.Fprintf(&out, "FAIL %s\n", f.Message)
 		}
-		if s.Expect.Outcome == scenario.Fail && rep.Failures[0].Property == s.Expect.Property {
-			fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
+		if len(reps) > 1 {
+			fmt.Fprintf(&out, "  failed in %d of %d replays\n", failed, len(reps))
+		}
+		if s.Expect.Outcome == scenario.Fail && reproduced > 0 {
+			switch need := s.Expect.Needed(len(reps)); {
+			case len(reps) == 1:
+				fmt.Fprintf(&out, "  reproduced, as the scenario expects\n")
+			case reproduced >= need:
+				fmt.Fprintf(&out, "  reproduced %d of %d, as the scenario expects (at least %d)\n", reproduced, len(reps), need)
+			default:
+				fmt.Fprintf(&out, "  reproduced %d of %d (%.2f), below the scenario's expect.rate: it expects at least %d\n", reproduced, len(reps), float64(reproduced)/float64(len(reps)), need)
+			}
 		}
 		evidence := evidenceLines(path)
 		if r.evidence {
@@ -412,6 +450,14 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		got.property, got.message = rep.Failures[0].Property, rep.Failures[0].Message
 	}
 	return code, got, nil
+}
+
+// inEvery is " in every one of n replays", or nothing for one.
+func inEvery(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in every one of %d replays", n)
 }
 
 // evidenceLines name the files beside the scenario at path: the

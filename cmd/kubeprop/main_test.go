@@ -190,14 +190,16 @@ func TestRunAndReplay(t *testing.T) {
 		require.Contains(t, failure.Text, want)
 	}
 
-	// The new scenario and the one the README replays, in one run; then a
-	// failing one beside a broken one: the exit code is the worst.
+	// The new scenario and the one the README replays, in one run, twice
+	// each; then a failing one beside a broken one: the exit code is the
+	// worst.
 	readme := "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml"
 	report = filepath.Join(out, "replay.xml")
-	code, stdout, _ = kubeprop(t, "replay", "--junit", report, scenarios[0], readme)
+	code, stdout, _ = kubeprop(t, "replay", "--junit", report, "--count", "2", scenarios[0], readme)
 	require.Equal(t, exitFailed, code)
 	require.Equal(t, 2, strings.Count(stdout, "FAIL bounded-backoff: "))
-	require.Equal(t, 2, strings.Count(stdout, "reproduced, as the scenario expects"))
+	require.Equal(t, 2, strings.Count(stdout, "failed in 2 of 2 replays"))
+	require.Equal(t, 2, strings.Count(stdout, "reproduced 2 of 2, as the scenario expects (at least 2)"))
 	require.Regexp(t, `(?m)^2 scenarios, 2 failures, .*\n$`, stdout)
 	suites = readJUnit(t, report)
 	require.Equal(t, 2, suites.Suites[0].Failures)
@@ -216,6 +218,10 @@ func TestRunAndReplay(t *testing.T) {
 	require.Equal(t, 1, suites.Suites[0].Failures)
 	require.Equal(t, 1, suites.Suites[0].Errors)
 	require.Contains(t, suites.Suites[0].Cases[1].Error.Message, `unknown fault "NodeExplode"`)
+
+	code, _, stderr = kubeprop(t, "replay", "-count", "0", readme)
+	require.Equal(t, exitBadInput, code)
+	require.Contains(t, stderr, "-count is 0: give how many times to replay each scenario, 1 or more")
 }
 
 func readJUnit(t *testing.T, path string) junitSuites {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,6 +40,18 @@ type Expect struct {
 	Outcome  string `json:"outcome"`
 	Property string `json:"property,omitempty"`
 	Message  string `json:"message,omitempty"`
+	// Rate is, for a failure, the least share of replays that must
+	// reproduce it (0.7: 7 of 10), for a bug that shows only when the
+	// timing falls right. Zero means every replay.
+	Rate float64 `json:"rate,omitempty"`
+}
+
+// Needed is how many of n replays must reproduce the failure expected.
+func (e Expect) Needed(n int) int {
+	if e.Rate == 0 {
+		return n
+	}
+	return int(math.Ceil(e.Rate*float64(n) - 1e-9))
 }
 
 // Outcomes a scenario may expect.
@@ -130,6 +143,12 @@ func Read(path string) (Scenario, error) {
 		}
 	default:
 		return s, fmt.Errorf("scenario %s: expect.outcome is %q; use %q or %q", path, s.Expect.Outcome, Pass, Fail)
+	}
+	switch {
+	case s.Expect.Rate != 0 && s.Expect.Outcome == Pass:
+		return s, fmt.Errorf("scenario %s expects every property to hold and states expect.rate: a rate is of a failure's replays; remove it", path)
+	case s.Expect.Rate < 0 || s.Expect.Rate > 1:
+		return s, fmt.Errorf("scenario %s: expect.rate is %v; give the least share of replays that must fail, above 0 and at most 1 (0.7: 7 of 10)", path, s.Expect.Rate)
 	}
 	return s, nil
 }

@@ -60,6 +60,8 @@ func TestReadBadFiles(t *testing.T) {
 		"version: 1\nplan: [{fault: NodeLost, node: 0}]\nexpect: {outcome: pass}\n":                          "step 1",
 		"version: 1\nplan: [{fault: ControllerRestart, into: 150}]\nexpect: {outcome: pass}\n":               "into is 150: give a percentage of the step before, 1-99",
 		"version: 1\nplan: [{fault: ControllerRestart, into: 50, staleMs: 2000}]\nexpect: {outcome: pass}\n": "both into (50) and staleMs (2000) are set: give one",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: pass, rate: 0.5}\n":               "a rate is of a failure's replays; remove it",
+		"version: 1\nplan: [{fault: NodeLoss, node: 0}]\nexpect: {outcome: fail, property: p, rate: 1.5}\n":  "expect.rate is 1.5; give the least share",
 	} {
 		path := filepath.Join(dir, "s.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
@@ -68,4 +70,13 @@ func TestReadBadFiles(t *testing.T) {
 	}
 	_, err := scenario.Read(filepath.Join(dir, "none.yaml"))
 	require.ErrorContains(t, err, "reading scenario")
+}
+
+// TestExpectNeeded: how many replays of n must reproduce a failure.
+func TestExpectNeeded(t *testing.T) {
+	require.Equal(t, 10, scenario.Expect{}.Needed(10), "every replay, unless a rate is stated")
+	require.Equal(t, 7, scenario.Expect{Rate: 0.7}.Needed(10))
+	require.Equal(t, 4, scenario.Expect{Rate: 0.7}.Needed(5), "3.5 rounds up")
+	require.Equal(t, 1, scenario.Expect{Rate: 0.2}.Needed(5))
+	require.Equal(t, 1, scenario.Expect{Rate: 0.01}.Needed(1))
 }
