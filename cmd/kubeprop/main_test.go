@@ -195,6 +195,17 @@ func TestRunAndReplay(t *testing.T) {
 	// worst.
 	readme := "../../testdata/podset/testdata/kubeprop/nobackoff/bounded-backoff-2.yaml"
 	report = filepath.Join(out, "replay.xml")
+	// The new one moved first: a scenario replays from wherever it is
+	// kept (its spec path is relative to it, so another folder of the same
+	// depth keeps it), and it names no path of the machine that wrote it.
+	moved := filepath.Join(t.TempDir(), "testdata", "kubeprop", "nobackoff", filepath.Base(scenarios[0]))
+	require.NoError(t, os.MkdirAll(filepath.Dir(moved), 0o755))
+	require.NoError(t, os.Rename(scenarios[0], moved))
+	text, err := os.ReadFile(moved)
+	require.NoError(t, err)
+	require.NotContains(t, string(text), out)
+	require.NotContains(t, string(text), "/tmp/")
+	scenarios[0] = moved
 	code, stdout, _ = kubeprop(t, "replay", "--junit", report, "--count", "2", scenarios[0], readme)
 	require.Equal(t, exitFailed, code)
 	require.Equal(t, 2, strings.Count(stdout, "FAIL bounded-backoff: "))
