@@ -37,6 +37,6 @@ func TestStorageChangeSetAgainBeforeCarriedOut(t *testing.T) {
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
 	require.False(t, rep.Failed(), "failures: %+v\ntimeline:\n%s", rep.Failures, timeline)
-	require.Contains(t, timeline, "reference run without the user changes set again before the case carried them out (steps [1])",
+	require.Contains(t, timeline, "reference run without the user changes set again before the case carried them out (step 2)",
 		"the case ended where the plan's own reference run did not")
 }

@@ -28,8 +28,10 @@ var replayCountFlag = flag.Int("kubeprop.replay.count", envInt("KUBEPROP_REPLAY_
 // test's name.
 const ScenarioDir = "testdata/kubeprop"
 
-// Replay runs the plan of a scenario file and checks what it expects: a
-// failure of the named property, or every property holding.
+// Replay runs the plan of a scenario file (-kubeprop.replay.count times,
+// -kubeprop.parallel at a time) and checks what it expects: a failure of
+// the named property (in every replay, or in the share expect.rate
+// states), or every property holding.
 func Replay(t TB, env *Env, spec Spec, file string) {
 	t.Helper()
 	spec = spec.withDefaults()
@@ -66,9 +68,9 @@ func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 	}
 }
 
-// replay runs a scenario count times (-kubeprop.replay.count). show makes every
-// property failure fail the test (the replay command: the user wants to
-// see the failure); otherwise the scenario's expectation is checked: every
+// replay runs a scenario count times. show makes every property failure
+// fail the test (the replay command: the user wants to see the failure);
+// otherwise the scenario's expectation is checked: every
 // replay passes, or enough of them reproduce the failure (expect.rate).
 func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	t.Helper()

@@ -618,8 +618,8 @@ func (c *caseRun) checkTrace(final bool, healed time.Time, inBackground bool) (t
 	return tr, open, decided, nil
 }
 
-// judgeTrace is each undecided property's verdict on tr (nil where
-// decided); c.checkMu is held.
+// judgeTrace is each undecided property's verdict on tr (the zero
+// verdict where decided); c.checkMu is held.
 func (c *caseRun) judgeTrace(tr *properties.Trace, inBackground bool, start time.Time) []properties.Verdict {
 	verdicts := make([]properties.Verdict, len(c.spec.Properties))
 	for i, p := range c.spec.Properties {
@@ -701,6 +701,14 @@ func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properti
 	if len(left) == 0 {
 		return false, nil
 	}
+	var numbers []string // as plans count steps, from 1
+	for _, j := range left {
+		numbers = append(numbers, fmt.Sprint(j+1))
+	}
+	steps := "step " + strings.Join(numbers, ", ")
+	if len(numbers) > 1 {
+		steps = "steps " + strings.Join(numbers, ", ")
+	}
 	var plan []faults.Step
 	for j, st := range c.plan {
 		if !slices.Contains(left, j) {
@@ -710,10 +718,10 @@ func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properti
 	run, _, namespace, took, tornDown, err := c.env.reference(cmp.Or[context.Context](c.ctx, context.Background()), c.spec, p, plan)
 	c.alternativeTornDown = append(c.alternativeTornDown, tornDown)
 	if err != nil {
-		return false, fmt.Errorf("the reference run without the user changes set again (steps %v): %w", left, err)
+		return false, fmt.Errorf("the reference run without the user changes set again (%s): %w", steps, err)
 	}
 	if run.Failed != nil {
-		c.logf("the reference run without the user changes set again before the case carried them out (steps %v) failed: %v", left, run.Failed)
+		c.logf("the reference run without the user changes set again before the case carried them out (%s) failed: %v", steps, run.Failed)
 		return false, nil
 	}
 	alt := *run
@@ -725,7 +733,7 @@ func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properti
 	if namespace != "" {
 		where = fmt.Sprintf("%s, %.1fs", namespace, took.Seconds())
 	}
-	c.logf("reference run without the user changes set again before the case carried them out (steps %v): %s", left, where)
+	c.logf("reference run without the user changes set again before the case carried them out (%s): %s", steps, where)
 	return true, nil
 }
 
