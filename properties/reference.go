@@ -93,7 +93,10 @@ type Referenced interface {
 // last past the heal (a change of the world, not a passing fault); of a
 // burst, only the changes no later one of it makes again: a
 // level-triggered controller ends where the last value takes it, however
-// fast the values came (see ReferenceRun.NetOfBursts).
+// fast the values came (see ReferenceRun.NetOfBursts). Likewise a user
+// change that a later one sets again before the case carried it out: the
+// case may match the reference run without it instead (see
+// ReferenceRun.Alternative).
 //
 // What differs between any two healthy runs is left out: UIDs (in values
 // too, as the object they name), resource versions, generations and

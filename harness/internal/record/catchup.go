@@ -12,9 +12,10 @@ import (
 
 // CatchUp returns once the recorder has seen every change its watches
 // will bring up to now: each watched resource is listed, and the wait
-// lasts until every listed object has been seen at its resource version or
-// a newer one (deleted, maybe), and every object seen that the list no longer holds (and
-// that is not newer than the list) has been seen deleted. Each resource
+// lasts until every listed object has been seen at its resource version
+// or a newer one (deleted, maybe), and every object seen that the list no
+// longer holds (and that is not newer than the list) has been seen
+// deleted. Each resource
 // has its own watch stream, and on a loaded machine one can lag another by
 // more than any quiet period: a state built before the lagging changes
 // arrived may never have existed (a PodSet's status that counts its pods
