@@ -94,45 +94,30 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	}
 	timeline := func(rep *Report) string { return "\n      " + strings.Join(rep.Timeline, "\n      ") }
 	if show {
-		failed := 0
 		for i, rep := range reps {
-			if rep.Failed() {
-				failed++
-			}
 			for _, f := range rep.Failures {
 				t.Errorf("kubeprop: %s%s", f.Message, of(i))
 			}
 		}
 		if n > 1 {
-			t.Logf("kubeprop: %s failed in %d of %d replays", file, failed, n)
+			t.Logf("kubeprop: %s failed in %d of %d replays", file, reps.Failing(""), n)
 		}
 		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline(reps[0]))
 		return
 	}
 	switch s.Expect.Outcome {
 	case scenario.Pass:
-		passed := 0
 		for i, rep := range reps {
-			if !rep.Failed() {
-				passed++
-			}
 			for _, f := range rep.Failures {
 				t.Errorf("kubeprop: %s (replaying %s%s, which expects every property to hold)\n    timeline:%s", f.Message, file, of(i), timeline(rep))
 			}
 		}
 		if n > 1 {
-			t.Logf("kubeprop: %s passed %d of %d", file, passed, n)
+			t.Logf("kubeprop: %s passed %d of %d", file, n-reps.Failing(""), n)
 		}
 	case scenario.Fail:
-		reproduced, missed := 0, -1
-		for i, rep := range reps {
-			if slices.ContainsFunc(rep.Failures, func(f Failure) bool { return f.Property == s.Expect.Property }) {
-				reproduced++
-			} else if missed < 0 {
-				missed = i
-			}
-		}
-		need := s.Expect.Needed(n)
+		reproduced, need := reps.Failing(s.Expect.Property), s.Expect.Needed(n)
+		missed := slices.IndexFunc(reps, func(rep *Report) bool { return !rep.FailedOn(s.Expect.Property) })
 		switch {
 		case reproduced >= need:
 			t.Logf("kubeprop: %s reproduced %d of %d (%s)", file, reproduced, n, reps[0].Times)
@@ -141,7 +126,7 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 				file, s.Expect.Property, inAll(n), timeline(reps[missed]))
 		default:
 			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered, or a look at what it now depends on\n    timeline of a replay that passed:%s",
-				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, rateOf(s.Expect), timeline(reps[missed]))
+				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, s.Expect.Share(), timeline(reps[missed]))
 		}
 	}
 }
@@ -153,12 +138,19 @@ func inAll(n int) string {
 	return fmt.Sprintf(" in all %d replays", n)
 }
 
-// rateOf is the rate a scenario expects, 1 when it states none.
-func rateOf(e scenario.Expect) float64 {
-	if e.Rate == 0 {
-		return 1
+// Replays are the reports of a plan's runs (Repeat), in order.
+type Replays []*Report
+
+// Failing is how many of the runs property failed in; with property
+// empty, how many failed at all.
+func (r Replays) Failing(property string) int {
+	n := 0
+	for _, rep := range r {
+		if rep.FailedOn(property) {
+			n++
+		}
 	}
-	return e.Rate
+	return n
 }
 
 // RepeatOptions configure Repeat. Zero values take the defaults.
@@ -173,7 +165,7 @@ type RepeatOptions struct {
 // Repeat runs plan Count times, Parallel at a time, each a case of its
 // own (the reference run, if any, made once), and returns their reports in
 // order: how often a failure reproduces. The first harness error ends it.
-func Repeat(ctx context.Context, env *Env, spec Spec, plan []faults.Step, opts RepeatOptions) ([]*Report, error) {
+func Repeat(ctx context.Context, env *Env, spec Spec, plan []faults.Step, opts RepeatOptions) (Replays, error) {
 	count, parallel := max(opts.Count, 1), opts.Parallel
 	if parallel == 0 {
 		parallel = DefaultParallel()
@@ -181,7 +173,7 @@ func Repeat(ctx context.Context, env *Env, spec Spec, plan []faults.Step, opts R
 	if parallel < 0 || parallel > MaxParallel {
 		return nil, fmt.Errorf("repeating a plan: Parallel is %d; give 1 to %d, or 0 for the default", parallel, MaxParallel)
 	}
-	reps := make([]*Report, count)
+	reps := make(Replays, count)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
 	for i := range count {

@@ -27,7 +27,7 @@ func TestCheckDecides(t *testing.T) {
 		audit, err := record.NewAuditReader(auditLog, "kp-1")
 		require.NoError(t, err)
 		return &caseRun{spec: Spec{Properties: props}, audit: audit, recorder: record.New(record.Options{}),
-			verdicts: make([]properties.Verdict, len(props))}
+			verdicts: make([]properties.Verdict, len(props)), ctx: t.Context()}
 	}
 	// Undecided for a minute after the heal, as converges waits out its
 	// deadline.
@@ -66,7 +66,8 @@ func TestJudgeGivesFinalVerdicts(t *testing.T) {
 	deadline := finalFunc{name: "deadline", horizon: time.Millisecond}
 	failing := checkFunc{name: "failing", verdict: properties.Verdict{Done: true, Err: errors.New("failing: violated")}}
 	c := &caseRun{spec: Spec{Properties: []properties.Property{deadline, failing}}, audit: audit, recorder: record.New(record.Options{}),
-		started: time.Now(), verdicts: make([]properties.Verdict, 2), ctlFaults: inject.New(inject.Options{}), userClient: fake.NewClientBuilder().Build()}
+		started: time.Now(), verdicts: make([]properties.Verdict, 2), ctlFaults: inject.New(inject.Options{}), userClient: fake.NewClientBuilder().Build(),
+		ctx: t.Context()}
 	rep, err := c.judge(t.Context(), nil)
 	require.NoError(t, err)
 	var failed []string
@@ -114,7 +115,7 @@ func TestSettleEndsAtAFailureFoundInBackground(t *testing.T) {
 	failing := checkFunc{name: "failing", verdict: properties.Verdict{Done: true, Err: errors.New("failing: violated")}}
 	c := &caseRun{spec: Spec{Properties: []properties.Property{failing}, SettleQuiet: time.Hour}, audit: audit,
 		recorder: record.New(record.Options{}), verdicts: make([]properties.Verdict, 1), armedRan: true,
-		ctlFaults: inject.New(inject.Options{})}
+		ctlFaults: inject.New(inject.Options{}), ctx: t.Context()}
 	c.recorder.Acted() // the quiet of an hour never comes
 	err = c.settle(t.Context(), time.Hour)
 	c.background.wg.Wait()

@@ -123,6 +123,12 @@ type Failure struct {
 // Failed reports whether any property failed.
 func (r *Report) Failed() bool { return len(r.Failures) > 0 }
 
+// FailedOn reports whether the named property failed; with the name empty,
+// whether any did.
+func (r *Report) FailedOn(property string) bool {
+	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return property == "" || f.Property == property })
+}
+
 // caseRun is one case in progress.
 type caseRun struct {
 	env       *Env
@@ -187,10 +193,10 @@ type caseRun struct {
 	// plan is the case's plan, its user changes as its reference run
 	// named them.
 	plan []faults.Step
-	// alternativeTried: alternativeReference ran; alternativeTornDown
-	// return once the reference runs it made have torn down.
+	// alternativeTried: alternativeReference ran; alternativeTornDown,
+	// when set, returns once the reference run it made has torn down.
 	alternativeTried    bool
-	alternativeTornDown []func()
+	alternativeTornDown func()
 }
 
 var caseSeq atomic.Int64
@@ -254,8 +260,8 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	c.logger = c.ctlLog.logger(c.started)
 	c.plan = plan
 	defer func() {
-		for _, tornDown := range c.alternativeTornDown {
-			tornDown()
+		if c.alternativeTornDown != nil {
+			c.alternativeTornDown()
 		}
 	}()
 	// A write by the conflicting writer is an event that drives what
@@ -650,7 +656,7 @@ const catchUpWithin = 30 * time.Second
 
 // catchUp waits for the case's watches to bring every change up to now.
 func (c *caseRun) catchUp() error {
-	ctx, cancel := context.WithTimeout(cmp.Or[context.Context](c.ctx, context.Background()), catchUpWithin)
+	ctx, cancel := context.WithTimeout(c.ctx, catchUpWithin)
 	defer cancel()
 	at := time.Now()
 	if err := c.recorder.CatchUp(ctx); err != nil {
@@ -715,8 +721,8 @@ func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properti
 			plan = append(plan, st)
 		}
 	}
-	run, _, namespace, took, tornDown, err := c.env.reference(cmp.Or[context.Context](c.ctx, context.Background()), c.spec, p, plan)
-	c.alternativeTornDown = append(c.alternativeTornDown, tornDown)
+	run, _, namespace, took, tornDown, err := c.env.reference(c.ctx, c.spec, p, plan)
+	c.alternativeTornDown = tornDown
 	if err != nil {
 		return false, fmt.Errorf("the reference run without the user changes set again (%s): %w", steps, err)
 	}

@@ -764,8 +764,8 @@ func (s *searcher) shrinkPasses(rep *Report) [][][]faults.Step {
 		passes = append(passes, singles)
 	}
 	var drops [][]faults.Step
-	for i := range rep.Plan {
-		if len(rep.Plan) > 1 {
+	if len(rep.Plan) > 1 {
+		for i := range rep.Plan {
 			drops = append(drops, slices.Delete(slices.Clone(rep.Plan), i, i+1))
 		}
 	}

@@ -397,17 +397,12 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 		}
 	}
 	// The first failing replay speaks for all; the count says how often.
-	rep, failed, reproduced := reps[0], 0, 0
-	for _, each := range reps {
-		if each.Failed() {
-			if failed == 0 {
-				rep = each
-			}
-			failed++
-		}
-		if s.Expect.Outcome == scenario.Fail && slices.ContainsFunc(each.Failures, func(f harness.Failure) bool { return f.Property == s.Expect.Property }) {
-			reproduced++
-		}
+	rep, failed, reproduced := reps[0], reps.Failing(""), 0
+	if i := slices.IndexFunc(reps, (*harness.Report).Failed); i >= 0 {
+		rep = reps[i]
+	}
+	if s.Expect.Outcome == scenario.Fail {
+		reproduced = reps.Failing(s.Expect.Property)
 	}
 	var out strings.Builder
 	code := exitPass

@@ -46,13 +46,17 @@ type Expect struct {
 	Rate float64 `json:"rate,omitempty"`
 }
 
-// Needed is how many of n replays must reproduce the failure expected.
-func (e Expect) Needed(n int) int {
+// Share is the least share of replays that must reproduce the failure
+// expected: Rate, or 1 when it states none.
+func (e Expect) Share() float64 {
 	if e.Rate == 0 {
-		return n
+		return 1
 	}
-	return int(math.Ceil(e.Rate*float64(n) - 1e-9))
+	return e.Rate
 }
+
+// Needed is how many of n replays must reproduce the failure expected.
+func (e Expect) Needed(n int) int { return int(math.Ceil(e.Share()*float64(n) - 1e-9)) }
 
 // Outcomes a scenario may expect.
 const (
