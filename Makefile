@@ -12,7 +12,7 @@ TEST_FLAGS   ?= -race -count=1 -timeout 80m
 KUBERAY_VERSION := v1.5.0
 KUBERAY         := bin/kuberay/$(KUBERAY_VERSION)
 
-.PHONY: all bins k8s-bins kuberay podset-controller database-operator test bench demo soak clean-bins
+.PHONY: all bins k8s-bins kuberay podset-controller database-operator chromium test bench demo soak clean-bins
 
 all: bins
 
@@ -42,8 +42,18 @@ podset-controller:
 database-operator:
 	$(GO) build -o bin/database-operator ./controllers/database/cmd/database-operator
 
+# Chromium, in which the tests open the timeline pages and make demo takes
+# their screenshots: Debian's package, installed when none is found (as
+# root, or through sudo). KUBEPROP_CHROMIUM names another binary.
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || \
+		[ -n "$$KUBEPROP_CHROMIUM" ] || { \
+		echo "installing Debian's chromium package (for the timeline pages' test and screenshots)"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+
 # The tests build the binaries first when they are missing.
-test: bins
+test: bins chromium
 	$(GO) test $(TEST_FLAGS) ./...
 
 # The benchmarks, then the detection report: each seeded bug searched
@@ -64,9 +74,11 @@ bench: bins
 
 # The main job: the conformance suite on the bundled controllers (the
 # correct PodSet controller and its seeded bugs), a table of the outcomes,
-# scenarios in testdata/kubeprop/, HTML timelines in reports/.
+# scenarios in reports/scenarios/, HTML timelines and their screenshots
+# (without Chromium, none) in reports/.
 # DEMO_FLAGS passes flags on, e.g. DEMO_FLAGS='-only stalecache -seed 7'.
 demo: bins
+	-@$(MAKE) --no-print-directory chromium
 	$(GO) run ./hack/demo $(DEMO_FLAGS)
 
 # The soak: SOAK_CASES cases of the correct PodSet controller (SOAK_TARGETS:

@@ -1,11 +1,13 @@
 package controllers_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -16,6 +18,8 @@ import (
 	"github.com/kubeprop/kubeprop/controllers/suite"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/harness/scenario"
+	"github.com/kubeprop/kubeprop/internal/browser"
 )
 
 var (
@@ -48,6 +52,9 @@ func TestMain(m *testing.M) {
 	}
 	env = harness.MustStart(harness.EnvOptions{TimeScale: suite.TimeScale, CRDDirectoryPaths: []string{filepath.Join("..", suite.CRDs)}})
 	code := m.Run()
+	if pages != nil {
+		pages.Close()
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the hollow cluster:", err)
 		code = 1
@@ -110,8 +117,35 @@ func TestConformance(t *testing.T) {
 			require.Equal(t, target.Property, f.Property, "the bug was caught by another property: %s", f.Message)
 			require.LessOrEqual(t, len(f.Plan), target.ExpectSteps, "not shrunk to %d steps (the minimum is %d): %s",
 				target.ExpectSteps, target.MinSteps, faults.FormatPlan(f.Plan))
+			// What a maintainer reads: the timeline page shows the
+			// failure's evidence, and the controller's log, the events
+			// and the objects sit beside the scenario.
+			page := inspectPage(t, f.Page)
+			require.Empty(t, page.Problems(1280), "the timeline page %s does not fit 1280 px", f.Page)
+			require.Positive(t, page.EvidenceMarks[f.Property], "the timeline page %s draws no evidence of %s", f.Page, f.Property)
+			require.Positive(t, page.EvidenceListed[f.Property], "the timeline page %s lists no evidence of %s", f.Page, f.Property)
+			logFile, eventsFile, objectsFile := scenario.Evidence(f.Scenario)
+			for _, path := range []string{logFile, eventsFile, objectsFile} {
+				require.FileExists(t, path)
+			}
 		})
 	}
+}
+
+// pages is the Chromium the seeded bugs' timeline pages are checked in,
+// started by the first.
+var (
+	pages      *browser.Browser
+	pagesErr   error
+	pagesStart sync.Once
+)
+
+func inspectPage(t *testing.T, path string) browser.Page {
+	pagesStart.Do(func() { pages, pagesErr = browser.Start(context.Background()) })
+	require.NoError(t, pagesErr, "the seeded bugs' timeline pages are checked in Chromium")
+	page, err := pages.Inspect(path, 1280)
+	require.NoError(t, err)
+	return page
 }
 
 // searchOrder puts the correct targets first, then the seeded bugs from

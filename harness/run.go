@@ -118,6 +118,8 @@ type Failure struct {
 	Message string
 	// Detail has the times and counts.
 	Detail string
+	// Evidence is what the failure rests on: the timeline page draws it.
+	Evidence properties.Evidence
 }
 
 // Failed reports whether any property failed.
@@ -884,7 +886,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 	for i, v := range c.verdicts {
 		name := c.spec.Properties[i].Name()
 		if v.Err != nil {
-			rep.Failures = append(rep.Failures, Failure{Property: name, index: i, Message: v.Err.Error(), Detail: v.Detail})
+			rep.Failures = append(rep.Failures, Failure{Property: name, index: i, Message: v.Err.Error(), Detail: v.Detail, Evidence: v.Evidence})
 			c.logf("property %s FAILED: %v (%s)", name, v.Err, v.Detail)
 		} else if !v.Done {
 			// The case ended at an earlier property's failure.

@@ -266,12 +266,15 @@ type ShrinkStats struct {
 	// time (within Failing and Passing).
 	References    int
 	ReferenceTime time.Duration
+	// Unconfirmed are the candidates that failed once and passed their
+	// confirming run: not kept (see shrink).
+	Unconfirmed int
 }
 
 func (st ShrinkStats) String() string {
-	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s)",
+	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s); %d failed once and passed their confirming run",
 		st.Took.Round(time.Second), st.Candidates, st.Failed, st.Failing.Round(time.Second), st.Judge.Round(time.Second),
-		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second))
+		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second), st.Unconfirmed)
 }
 
 // count adds a candidate's case to the stats; failed: it failed property.
@@ -703,17 +706,37 @@ func (s *searcher) wait() { s.cases.Wait() }
 // passing Database candidate takes 30-60 s. (The first runs go pass by
 // pass: the earlier passes' candidates are smaller, and one that fails
 // leaves the later passes' unrun.)
+//
+// A failing candidate is kept only once a second run of it fails the same
+// way (confirmed): one that fails once and passes its confirming run is
+// set aside, and the pass goes on without it. Otherwise a plan that fails
+// only when the timing falls right could replace one that fails reliably,
+// and the scenario saved would not reproduce.
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
 	property := rep.Failures[0].Property
 	var at time.Time
 	attempts := 1
+	unconfirmed := map[string]bool{}
 	try := func(candidates [][]faults.Step) bool {
-		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
-		if err != nil || smaller == nil {
-			return false
+		for {
+			candidates = slices.DeleteFunc(candidates, func(c []faults.Step) bool { return unconfirmed[faults.FormatPlan(c)] })
+			_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
+			if err != nil || smaller == nil {
+				return false
+			}
+			again, err := s.confirmed(smaller.Plan, property)
+			if err != nil {
+				return false
+			}
+			if again != nil {
+				rep, at, attempts = again, time.Now(), 1
+				return true
+			}
+			unconfirmed[faults.FormatPlan(smaller.Plan)] = true
+			s.mu.Lock()
+			s.shrinkStats.Unconfirmed++
+			s.mu.Unlock()
 		}
-		rep, at, attempts = smaller, time.Now(), 1
-		return true
 	}
 	for time.Now().Before(deadline) {
 		passes := s.shrinkPasses(rep)
@@ -736,6 +759,24 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 		}
 	}
 	return rep, at
+}
+
+// confirmed runs a failing candidate once more, in a slot of Parallel:
+// its report when it failed property again, nil when it did not.
+func (s *searcher) confirmed(plan []faults.Step, property string) (*Report, error) {
+	type outcome struct {
+		rep *Report
+		err error
+	}
+	done := make(chan outcome, 1)
+	s.startCase(func() {
+		s.run(context.Background(), plan, func(rep *Report, err error) { done <- outcome{rep, err} })
+	})
+	o := <-done
+	if o.err != nil || o.rep == nil || o.rep.Failures[0].Property != property {
+		return nil, o.err
+	}
+	return o.rep, nil
 }
 
 // shrinkPasses are the candidates of rep's plan, pass by pass, the

@@ -192,12 +192,13 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 				unit = " bursts"
 			}
 			return fail(fmt.Errorf("bounded-backoff: %s retried without backing off", what),
-				"%d failed attempts in %v%s; an exponential back-off from %v allows %d%s", len(streak), span, waits, base, budget, unit), true
+				"%d failed attempts in %v%s; an exponential back-off from %v allows %d%s", len(streak), span, waits, base, budget, unit).
+				with(streakEvidence(what, streak)), true
 		}
 		for i := 1; i < len(streak) && !t.replacements; i++ {
 			if gap := streak[i].at.Sub(streak[i-1].at); gap > p.opts.Cap+p.opts.Cap/10 {
 				return fail(fmt.Errorf("bounded-backoff: %s waited longer than the %v cap between retries", what, p.opts.Cap),
-					"waited %v", gap), true
+					"waited %v", gap).with(streakEvidence(what, streak[i-1:i+1])), true
 			}
 		}
 		return Verdict{}, false
@@ -228,11 +229,28 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 	// A streak still failing at the heal must be retried soon after.
 	if t.mustRecover && len(streak) > 0 && !tr.Healed.IsZero() && !streak[len(streak)-1].at.After(tr.Healed) {
 		if tr.End.Sub(tr.Healed) > p.opts.RecoverWithin || tr.Final {
+			last := streak[len(streak)-1].at
 			return fail(fmt.Errorf("bounded-backoff: %s was not tried again within %v after the faults healed", what, p.opts.RecoverWithin),
-				"last failed attempt %v before the heal", tr.Healed.Sub(streak[len(streak)-1].at)), true
+				"last failed attempt %v before the heal", tr.Healed.Sub(last)).with(Evidence{
+				Marks: []Mark{{At: last, Label: "the last failed attempt at " + what}},
+				Spans: []Span{{From: last, To: tr.End, Label: fmt.Sprintf("not tried again for %v", Round(tr.End.Sub(last)))}},
+			}), true
 		}
 	}
 	return Verdict{}, false
+}
+
+// streakEvidence marks a streak's attempts and spans the waits between
+// them.
+func streakEvidence(what string, streak []attempt) Evidence {
+	var e Evidence
+	for i, a := range streak {
+		e.Marks = append(e.Marks, Mark{At: a.at, Label: fmt.Sprintf("failed attempt %d of %d at %s", i+1, len(streak), what)})
+		if i > 0 {
+			e.Spans = append(e.Spans, Span{From: streak[i-1].at, To: a.at, Label: "waited " + Round(a.at.Sub(streak[i-1].at)).String()})
+		}
+	}
+	return e
 }
 
 // waitedIn is how long a streak of retries waited beyond what its attempts

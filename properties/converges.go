@@ -55,45 +55,66 @@ func (p converges) Check(tr *Trace) Verdict {
 	}
 	first := max(tr.stateAt(tr.Healed), 0)
 	if first >= len(tr.States) {
-		return p.late(tr, fmt.Errorf("no state observed"))
+		return p.late(tr, fmt.Errorf("no state observed"), func() Evidence { return Evidence{} })
 	}
 	// The predicate must hold on a suffix of the states: find where it
 	// starts, scanning back from the newest.
-	since := tr.Healed
+	since, lastFalse := tr.Healed, -1
+	var why error
 	for i := len(tr.States) - 1; i >= first; i-- {
 		if err := p.pred(tr.States[i]); err != nil {
 			if i == len(tr.States)-1 {
-				return p.late(tr, err)
+				return p.late(tr, err, func() Evidence { return p.falseRun(tr, first, i, err) })
 			}
-			since = tr.States[i+1].At
+			since, lastFalse, why = tr.States[i+1].At, i, err
 			break
 		}
 	}
 	took := since.Sub(tr.Healed)
 	if took > p.opts.Within {
 		return fail(fmt.Errorf("%s: did not converge within %v after the faults healed", p.name, p.opts.Within),
-			"converged %v after the heal", took)
+			"converged %v after the heal", took).with(p.falseRun(tr, first, lastFalse, why))
 	}
 	if held := tr.End.Sub(since); held >= p.opts.Stable {
 		return pass("true %v after the heal and since", took)
 	} else if tr.Final {
 		return fail(fmt.Errorf("%s: did not stay true for %v after converging", p.name, p.opts.Stable),
-			"true since %v after the heal, for %v", took, held)
+			"true since %v after the heal, for %v", took, held).with(Evidence{
+			Marks: []Mark{{At: since, Label: "true from here"}},
+			Spans: []Span{{From: since, To: tr.End, Label: fmt.Sprintf("true for %v only, when the case ended", Round(held))}},
+		})
 	}
 	return pending("true since %v after the heal", took)
 }
 
+// falseRun is the evidence of the predicate false on the last-th state,
+// from the first state of that run of false ones (not before the first
+// state after the heal) to the state it holds on.
+func (p converges) falseRun(tr *Trace, first, last int, why error) Evidence {
+	start := last
+	for start > first && p.pred(tr.States[start-1]) != nil {
+		start--
+	}
+	e := falseFrom(tr, p.pred, start, why)
+	if start == first && tr.States[start].At.Before(tr.Healed) {
+		e.Marks[0].Label = "false at the heal: " + why.Error()
+	}
+	return e
+}
+
 // late judges a trace whose newest state violates the predicate.
-func (p converges) late(tr *Trace, why error) Verdict {
+// evidence is called only on a failure: the false run is found by
+// judging states again.
+func (p converges) late(tr *Trace, why error, evidence func() Evidence) Verdict {
 	// One message whichever ends the wait: the same plan is reported
 	// alike, run after run.
 	if since, ok := tr.atRest(restFor(p.opts.Rest, p.opts.Within)); ok && !tr.Final {
 		return fail(fmt.Errorf("%s: did not converge after the faults healed: %w", p.name, why),
-			"still false, and at rest since %v after the heal, for %v: nobody was left to act", since.Sub(tr.Healed), tr.End.Sub(since))
+			"still false, and at rest since %v after the heal, for %v: nobody was left to act", since.Sub(tr.Healed), tr.End.Sub(since)).with(evidence())
 	}
 	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within {
 		return fail(fmt.Errorf("%s: did not converge after the faults healed: %w", p.name, why),
-			"still false %v after the heal, past the deadline of %v", tr.End.Sub(tr.Healed), p.opts.Within)
+			"still false %v after the heal, past the deadline of %v", tr.End.Sub(tr.Healed), p.opts.Within).with(evidence())
 	}
 	return pending("false %v after the heal: %v", tr.End.Sub(tr.Healed), why)
 }

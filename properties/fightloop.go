@@ -83,8 +83,12 @@ func (p noFightLoop) Check(tr *Trace) Verdict {
 				managers = append(managers, prev.Manager)
 			}
 			slices.Sort(managers)
+			e := Evidence{Spans: []Span{{From: s[0].At, To: w.At, Label: fmt.Sprintf("%d changes of hands of %s with nothing driving them", len(s), f.path)}}}
+			for _, x := range s {
+				e.Marks = append(e.Marks, Mark{At: x.At, Label: fmt.Sprintf("%s takes %s", x.Manager, f.path)})
+			}
 			return fail(fmt.Errorf("no-fight-loop: %s %s field %s alternated between %v", w.Kind, w.Object(), f.path, managers),
-				"%d undriven changes of hands within %v, the last %v after the start", len(s), p.opts.Window, w.At.Sub(tr.Start))
+				"%d undriven changes of hands within %v, the last %v after the start", len(s), p.opts.Window, w.At.Sub(tr.Start)).with(e)
 		}
 	}
 	if tr.Final {

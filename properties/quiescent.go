@@ -57,9 +57,19 @@ func (p quiescent) Check(tr *Trace) Verdict {
 	if tr.Final || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Window {
 		f := mostWritten(after)
 		return fail(fmt.Errorf("quiescent: writes went on after the faults healed: %s %s field %s by %v", f.kind, f.name, f.field, f.managers),
-			"%d writes after the heal; %s written %d times", len(after), f.field, f.count)
+			"%d writes after the heal; %s written %d times", len(after), f.field, f.count).with(writesAfter(tr.Healed, quietSince, after))
 	}
 	return pending("%d writes after the heal so far", len(after))
+}
+
+// writesAfter marks the writes after the heal and spans the time they
+// went on.
+func writesAfter(healed, last time.Time, writes []Write) Evidence {
+	e := Evidence{Spans: []Span{{From: healed, To: last, Label: fmt.Sprintf("%d writes over %v after the heal", len(writes), Round(last.Sub(healed)))}}}
+	for _, w := range writes {
+		e.Marks = append(e.Marks, Mark{At: w.At, Label: fmt.Sprintf("%s writes %s %s %s", w.Manager, w.Kind, w.Object(), w.Field)})
+	}
+	return e
 }
 
 type fieldWrites struct {

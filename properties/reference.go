@@ -285,19 +285,22 @@ func lostClaims(tr *Trace) *Verdict {
 		})
 	}
 	var lost, when []string
+	var e Evidence
 	for _, name := range slices.Sorted(maps.Keys(deleted)) {
 		if n := len(deleted[name]); n > len(ref[name]) && had[name] {
 			lost = append(lost, fmt.Sprintf("PersistentVolumeClaim %s (%d, the reference %d)", name, n, len(ref[name])))
 			for _, at := range deleted[name] {
 				when = append(when, fmt.Sprintf("%s at %v", name, at.Sub(tr.Start).Round(time.Millisecond)))
+				e.Marks = append(e.Marks, Mark{At: at, Label: "the controller deletes PersistentVolumeClaim " + name})
 			}
 		}
 	}
 	if lost == nil {
 		return nil
 	}
+	slices.SortStableFunc(e.Marks, func(a, b Mark) int { return a.At.Compare(b.At) })
 	v := fail(fmt.Errorf("%s: the controller deleted more claims than in the reference run: %s", MatchesReferenceName, strings.Join(lost, ", ")),
-		"the controller's first deletion of each (from the case's start): %s", strings.Join(when, ", "))
+		"the controller's first deletion of each (from the case's start): %s", strings.Join(when, ", ")).with(e)
 	return &v
 }
 
@@ -356,12 +359,15 @@ func stableClaimName(name string, prefixes []string) string {
 func (p *matchesReference) late(tr *Trace, what, diff string) Verdict {
 	since, rest := tr.atRest(restFor(p.opts.Rest, p.opts.Within))
 	if tr.Final || rest || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
-		when := fmt.Sprintf("%v after the heal", tr.End.Sub(tr.Healed))
+		when := fmt.Sprintf("%v after the heal", Round(tr.End.Sub(tr.Healed)))
 		if rest && !tr.Final {
-			when = fmt.Sprintf("at rest since %v after the heal, for %v", since.Sub(tr.Healed), tr.End.Sub(since))
+			when = fmt.Sprintf("at rest since %v after the heal, for %v", Round(since.Sub(tr.Healed)), Round(tr.End.Sub(since)))
 		}
 		return fail(fmt.Errorf("%s: the end state differs from the reference run's: %s", MatchesReferenceName, what),
-			"%s; -reference +case:\n%s", when, clip(diff, 8000))
+			"%s; -reference +case:\n%s", when, clip(diff, 8000)).with(Evidence{
+			Marks: []Mark{{At: tr.End, Label: "the end state compared: " + what}},
+			Spans: []Span{{From: tr.Healed, To: tr.End, Label: "after the heal: judged against the reference run's end state"}},
+		})
 	}
 	return pending("differs from the reference: %s", what)
 }

@@ -29,7 +29,10 @@ func (p transitions) Check(tr *Trace) Verdict {
 		prev, next := tr.States[i-1], tr.States[i]
 		if err := p.check(prev, next); err != nil {
 			return fail(fmt.Errorf("%s: violated: %w", p.name, err), "from the state at %v to the one at %v after the start",
-				prev.At.Sub(tr.Start), next.At.Sub(tr.Start))
+				prev.At.Sub(tr.Start), next.At.Sub(tr.Start)).with(Evidence{
+				Marks: []Mark{{At: next.At, Label: "violated: " + err.Error()}},
+				Spans: []Span{{From: prev.At, To: next.At, Label: "the change judged"}},
+			})
 		}
 	}
 	tr.Memo.remember(p.name, tr.States)

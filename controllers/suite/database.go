@@ -232,6 +232,11 @@ func ClaimsKept(tr *properties.Trace) error {
 	claims := map[types.UID]*claim{}
 	var order []types.UID
 	var lost []string
+	var evidence properties.Evidence
+	lose := func(c *claim, at time.Time, how string) {
+		lost = append(lost, c.name)
+		evidence.Marks = append(evidence.Marks, properties.Mark{At: at, Label: fmt.Sprintf("PersistentVolumeClaim %s %s while a live Database wanted it", c.name, how)})
+	}
 	for _, s := range tr.States {
 		present := map[types.UID]bool{}
 		for _, u := range s.ByKind("PersistentVolumeClaim") {
@@ -250,7 +255,7 @@ func ClaimsKept(tr *properties.Trace) error {
 			if u.GetDeletionTimestamp() != nil {
 				c.done = true
 				if c.wanted {
-					lost = append(lost, c.name)
+					lose(c, s.At, "marked for deletion")
 				}
 			}
 		}
@@ -258,14 +263,14 @@ func ClaimsKept(tr *properties.Trace) error {
 			if c := claims[uid]; !c.done && !present[uid] {
 				c.done = true
 				if c.wanted {
-					lost = append(lost, c.name)
+					lose(c, s.At, "gone")
 				}
 			}
 		}
 	}
 	if len(lost) > 0 {
 		slices.Sort(lost)
-		return fmt.Errorf("claims deleted while a live Database wanted them: %s", strings.Join(slices.Compact(lost), ", "))
+		return properties.WithEvidence(fmt.Errorf("claims deleted while a live Database wanted them: %s", strings.Join(slices.Compact(lost), ", ")), evidence)
 	}
 	return nil
 }

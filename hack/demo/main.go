@@ -18,6 +18,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -40,6 +41,7 @@ import (
 	"github.com/kubeprop/kubeprop/controllers/suite"
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness"
+	"github.com/kubeprop/kubeprop/internal/browser"
 	"github.com/kubeprop/kubeprop/properties"
 )
 
@@ -148,6 +150,13 @@ func run(only string, seeds int, memProfile string) (code int) {
 		search.Seed = rand.Uint64N(1_000_000) + 1
 	}
 	d := &demo{start: time.Now(), seed: search.Seed}
+	// A screenshot beside each timeline page, for a glance.
+	if b, err := browser.Start(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: no screenshots of the timeline pages: %v\n", err)
+	} else {
+		d.browser = b
+		defer b.Close()
+	}
 	// ^C prints what is done so far; the cluster stops with the process
 	// (its watchdog stops the processes of a search cut short).
 	sigs := make(chan os.Signal, 1)
@@ -157,6 +166,9 @@ func run(only string, seeds int, memProfile string) (code int) {
 		sig := <-sigs
 		fmt.Fprintf(os.Stderr, "demo: %v: the targets done so far\n", sig)
 		d.print(true)
+		if d.browser != nil {
+			d.browser.Close()
+		}
 		_ = env.Stop()
 		os.Exit(130)
 	}()
@@ -186,8 +198,9 @@ func run(only string, seeds int, memProfile string) (code int) {
 
 // demo is the table of a demo run, a row per target as each ends.
 type demo struct {
-	start time.Time
-	seed  uint64
+	start   time.Time
+	seed    uint64
+	browser *browser.Browser // nil without Chromium
 
 	mu   sync.Mutex
 	rows []row
@@ -253,6 +266,11 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
 			f.FoundAfter.Round(time.Second), f.ShrunkAfter.Round(time.Second), target.Name, filepath.Join("..", "reports", scenarios, filepath.Base(f.Scenario))), outcome, order}
+		if d.browser != nil {
+			if err := d.browser.Screenshot(page, strings.TrimSuffix(page, ".html")+".png", 1280); err != nil {
+				fmt.Fprintf(os.Stderr, "demo: %s: %v\n", target.Name, err)
+			}
+		}
 		fmt.Fprintf(os.Stderr, "demo: %s: %s; timeline %s\ndemo: %s: shrink %s\n", target.Name, f.Message, page, target.Name, f.Shrink)
 	}
 	d.mu.Lock()
