@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -256,8 +257,9 @@ type Finding struct {
 type ShrinkStats struct {
 	// Took is the shrink's wall time, to its answer.
 	Took time.Duration
-	// Candidates are the cases run, Failed of them failed the property
-	// shrunk, CutShort were stopped once a smaller failing plan was in.
+	// Candidates are the cases run (confirming runs and replays
+	// included), Failed of them failed the property shrunk, CutShort were
+	// stopped once a smaller failing plan was in.
 	Candidates, Failed, CutShort int
 	// Failing and Passing sum the cases' wall times (Times.Total); Judge
 	// is the failing ones' wait for their verdict after the heal.
@@ -269,12 +271,26 @@ type ShrinkStats struct {
 	// Unconfirmed are the candidates that failed once and passed their
 	// confirming run: not kept (see shrink).
 	Unconfirmed int
+	// Reproduced and DrawnReproduced are how many of Replays replays of
+	// the plan returned and of the plan drawn failed the property (none
+	// when the plan drawn is the smallest); WalkedBack counts the plans
+	// kept that were given up for reproducing less often (see asOften).
+	Replays, Reproduced, DrawnReproduced, WalkedBack int
 }
 
 func (st ShrinkStats) String() string {
 	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s); %d failed once and passed their confirming run",
 		st.Took.Round(time.Second), st.Candidates, st.Failed, st.Failing.Round(time.Second), st.Judge.Round(time.Second),
-		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second), st.Unconfirmed)
+		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second), st.Unconfirmed) +
+		st.reproduced()
+}
+
+func (st ShrinkStats) reproduced() string {
+	if st.Replays == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; reproduced in %d of %d replays, the plan drawn in %d; %d shrink steps given up for reproducing less often",
+		st.Reproduced, st.Replays, st.DrawnReproduced, st.WalkedBack)
 }
 
 // count adds a candidate's case to the stats; failed: it failed property.
@@ -712,10 +728,21 @@ func (s *searcher) wait() { s.cases.Wait() }
 // set aside, and the pass goes on without it. Otherwise a plan that fails
 // only when the timing falls right could replace one that fails reliably,
 // and the scenario saved would not reproduce.
+//
+// The plan it returns reproduces at least as often as the plan drawn (see
+// asOften).
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
+	kept, at := s.shrinkChain(rep, deadline)
+	return s.asOften(kept, at, rep.Failures[0].Property)
+}
+
+// shrinkChain is shrink's search: the plans it kept, one smaller than the
+// other, from rep's, and when it kept each.
+func (s *searcher) shrinkChain(rep *Report, deadline time.Time) ([]*Report, []time.Time) {
 	property := rep.Failures[0].Property
 	var at time.Time
 	attempts := 1
+	kept, keptAt := []*Report{rep}, []time.Time{{}}
 	unconfirmed := map[string]bool{}
 	try := func(candidates [][]faults.Step) bool {
 		for {
@@ -730,6 +757,7 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 			}
 			if again != nil {
 				rep, at, attempts = again, time.Now(), 1
+				kept, keptAt = append(kept, rep), append(keptAt, at)
 				return true
 			}
 			unconfirmed[faults.FormatPlan(smaller.Plan)] = true
@@ -753,12 +781,72 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 		switch {
 		case smaller:
 		case attempts == shrinkAttempts:
-			return rep, at
+			return kept, keptAt
 		default:
 			attempts++
 		}
 	}
-	return rep, at
+	return kept, keptAt
+}
+
+// reproduceReplays is how many times asOften replays a plan.
+const reproduceReplays = 3
+
+// asOften returns the last of the plans kept that reproduces property at
+// least as often as the first, the plan drawn, over reproduceReplays
+// replays of each, all at once: a shrink step may keep a plan that fails
+// less reliably (a crash between two writes that the step dropped made
+// the window wider), and a scenario is worth what it reproduces. The
+// plans between are replayed, the last first, only while the last falls
+// short; the plan drawn is the answer when every one does.
+func (s *searcher) asOften(kept []*Report, at []time.Time, property string) (*Report, time.Time) {
+	last := len(kept) - 1
+	if last == 0 {
+		return kept[0], time.Time{}
+	}
+	counts := make([]int, 2)
+	var g sync.WaitGroup
+	for i, k := range []int{0, last} {
+		g.Go(func() { counts[i] = s.reproductions(kept[k].Plan, property) })
+	}
+	g.Wait()
+	drawn, shrunk := counts[0], counts[1]
+	s.mu.Lock()
+	s.shrinkStats.Replays, s.shrinkStats.DrawnReproduced, s.shrinkStats.Reproduced = reproduceReplays, drawn, shrunk
+	s.mu.Unlock()
+	for last > 0 && shrunk < drawn {
+		last--
+		shrunk = drawn
+		if last > 0 {
+			shrunk = s.reproductions(kept[last].Plan, property)
+		}
+		s.mu.Lock()
+		s.shrinkStats.WalkedBack++
+		s.shrinkStats.Reproduced = shrunk
+		s.mu.Unlock()
+	}
+	return kept[last], at[last]
+}
+
+// reproductions replays plan reproduceReplays times, all at once (slots of
+// Parallel allowing), and counts the replays that failed property. A
+// replay the harness failed does not count.
+func (s *searcher) reproductions(plan []faults.Step, property string) int {
+	var failed atomic.Int32
+	var g sync.WaitGroup
+	for range reproduceReplays {
+		g.Add(1)
+		s.startCase(func() {
+			s.run(context.Background(), plan, func(rep *Report, err error) {
+				if err == nil && rep != nil && rep.Failures[0].Property == property {
+					failed.Add(1)
+				}
+				g.Done()
+			})
+		})
+	}
+	g.Wait()
+	return int(failed.Load())
 }
 
 // confirmed runs a failing candidate once more, in a slot of Parallel:

@@ -70,7 +70,7 @@ func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	s.shrinking = "converges"
-	got, at := s.shrink(first, time.Now().Add(time.Minute))
+	got, at := shrinkSearch(s, first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", cases.runs)
 	// Every candidate is counted, the first plan's run (the search's) not.
@@ -101,7 +101,7 @@ func TestShrinkKeepsConfirmedCandidates(t *testing.T) {
 	first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
 	require.NoError(t, err)
 	s.shrinking = "converges"
-	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	got, _ := shrinkSearch(s, first, time.Now().Add(time.Minute))
 	s.wait()
 	require.Len(t, got.Plan, 2, "runs: %v", cases.runs)
 	require.Contains(t, got.Plan, scaleTo(0))
@@ -391,10 +391,59 @@ func TestShrinkTakesKnownFailures(t *testing.T) {
 	i, first, err := s.firstFailing([][]faults.Step{{scaleTo(3), scaleTo(0)}, {scaleTo(0)}, {scaleTo(2)}}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, 0, i, "the lowest index")
-	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	got, _ := shrinkSearch(s, first, time.Now().Add(time.Minute))
 	s.wait()
 	require.Equal(t, scalePlan(0), got.Plan)
 	require.Equal(t, 2, cases.runs[faults.FormatPlan(scalePlan(0))], "its run in the first call and the confirming one, not a run in the shrink's pass: %v", cases.runs)
+}
+
+// shrinkSearch is shrink without its replays (asOften): the last plan
+// kept, and when.
+func shrinkSearch(s *searcher, rep *Report, deadline time.Time) (*Report, time.Time) {
+	kept, at := s.shrinkChain(rep, deadline)
+	return kept[len(kept)-1], at[len(at)-1]
+}
+
+// TestShrinkReproducesAsOften: the shrunk plan is replayed beside the
+// plan drawn; while it reproduces less often, the shrink gives up its
+// last steps for the plans kept before them.
+func TestShrinkReproducesAsOften(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// fails: whether a replay (run 3 on: the search's or the
+		// candidate's run and its confirming one came first) fails.
+		fails func(plan []faults.Step, run int) bool
+		want  []faults.Step
+		back  int
+	}{
+		{"as often", func([]faults.Step, int) bool { return true }, scalePlan(0), 0},
+		// The step alone (kept: it failed twice) then in 1 replay of 3;
+		// the plan drawn, kept before it, in every one.
+		{"less often", func(plan []faults.Step, run int) bool { return len(plan) > 1 || run == 3 }, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &searcher{opts: SearchOptions{Parallel: 8}, runs: map[string]int{}}
+			cases := standIn(s, func(plan []faults.Step, run int) *Report {
+				rep := &Report{Plan: plan}
+				if slices.Contains(plan, scaleTo(0)) && (run <= 2 || c.fails(plan, run)) {
+					rep.Failures = []Failure{{Property: "converges"}}
+				}
+				return rep
+			})
+			first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
+			require.NoError(t, err)
+			s.shrinking = "converges"
+			got, _ := s.shrink(first, time.Now().Add(time.Minute))
+			s.wait()
+			require.Equal(t, c.want, got.Plan, "runs: %v", cases.runs)
+			st := s.shrinkStats
+			require.Equal(t, reproduceReplays, st.Replays, "%s", st)
+			require.Equal(t, reproduceReplays, st.DrawnReproduced, "%s", st)
+			require.Equal(t, c.back, st.WalkedBack, "%s", st)
+			require.Equal(t, reproduceReplays, st.Reproduced, "the plan returned reproduced in every replay: %s", st)
+			require.Contains(t, st.String(), "reproduced in 3 of 3 replays, the plan drawn in 3")
+		})
+	}
 }
 
 // caseLog is what a searcher's stand-in cases ran: plans in the order
