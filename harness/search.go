@@ -740,7 +740,6 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 // other, from rep's, and when it kept each.
 func (s *searcher) shrinkChain(rep *Report, deadline time.Time) ([]*Report, []time.Time) {
 	property := rep.Failures[0].Property
-	var at time.Time
 	attempts := 1
 	kept, keptAt := []*Report{rep}, []time.Time{{}}
 	unconfirmed := map[string]bool{}
@@ -756,8 +755,8 @@ func (s *searcher) shrinkChain(rep *Report, deadline time.Time) ([]*Report, []ti
 				return false
 			}
 			if again != nil {
-				rep, at, attempts = again, time.Now(), 1
-				kept, keptAt = append(kept, rep), append(keptAt, at)
+				rep, attempts = again, 1
+				kept, keptAt = append(kept, rep), append(keptAt, time.Now())
 				return true
 			}
 			unconfirmed[faults.FormatPlan(smaller.Plan)] = true
@@ -794,9 +793,9 @@ const reproduceReplays = 3
 
 // asOften returns the last of the plans kept that reproduces property at
 // least as often as the first, the plan drawn, over reproduceReplays
-// replays of each, all at once: a shrink step may keep a plan that fails
-// less reliably (a crash between two writes that the step dropped made
-// the window wider), and a scenario is worth what it reproduces. The
+// replays of each, all at once: a step dropped may have been what made
+// the bug's timing likely, so that the smaller plan fails less reliably,
+// and a scenario is worth what it reproduces. The
 // plans between are replayed, the last first, only while the last falls
 // short; the plan drawn is the answer when every one does.
 func (s *searcher) asOften(kept []*Report, at []time.Time, property string) (*Report, time.Time) {
