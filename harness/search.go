@@ -273,8 +273,10 @@ type ShrinkStats struct {
 	Unconfirmed int
 	// Reproduced and DrawnReproduced are how many of Replays replays of
 	// the plan returned and of the plan drawn failed the property (none
-	// when the plan drawn is the smallest); WalkedBack counts the plans
-	// kept that were given up for reproducing less often (see asOften).
+	// when the plan drawn is the smallest; the plan drawn -1, not
+	// replayed, when the plan returned failed in every replay); WalkedBack
+	// counts the plans kept that were given up for reproducing less often
+	// (see asOften).
 	Replays, Reproduced, DrawnReproduced, WalkedBack int
 }
 
@@ -288,6 +290,9 @@ func (st ShrinkStats) String() string {
 func (st ShrinkStats) reproduced() string {
 	if st.Replays == 0 {
 		return ""
+	}
+	if st.DrawnReproduced < 0 {
+		return fmt.Sprintf("; reproduced in %d of %d replays", st.Reproduced, st.Replays)
 	}
 	return fmt.Sprintf("; reproduced in %d of %d replays, the plan drawn in %d; %d shrink steps given up for reproducing less often",
 		st.Reproduced, st.Replays, st.DrawnReproduced, st.WalkedBack)
@@ -793,25 +798,27 @@ const reproduceReplays = 3
 
 // asOften returns the last of the plans kept that reproduces property at
 // least as often as the first, the plan drawn, over reproduceReplays
-// replays of each, all at once: a step dropped may have been what made
-// the bug's timing likely, so that the smaller plan fails less reliably,
-// and a scenario is worth what it reproduces. The
-// plans between are replayed, the last first, only while the last falls
-// short; the plan drawn is the answer when every one does.
+// replays of each: a step dropped may have been what made the bug's
+// timing likely, so that the smaller plan fails less reliably, and a
+// scenario is worth what it reproduces. The plan drawn is replayed only
+// when the shrunk one fell short in a replay (else none can reproduce more
+// often); then the plans between, the last first, while they fall short
+// of it; the plan drawn is the answer when every one does.
 func (s *searcher) asOften(kept []*Report, at []time.Time, property string) (*Report, time.Time) {
 	last := len(kept) - 1
 	if last == 0 {
 		return kept[0], time.Time{}
 	}
-	counts := make([]int, 2)
-	var g sync.WaitGroup
-	for i, k := range []int{0, last} {
-		g.Go(func() { counts[i] = s.reproductions(kept[k].Plan, property) })
-	}
-	g.Wait()
-	drawn, shrunk := counts[0], counts[1]
+	shrunk := s.reproductions(kept[last].Plan, property)
 	s.mu.Lock()
-	s.shrinkStats.Replays, s.shrinkStats.DrawnReproduced, s.shrinkStats.Reproduced = reproduceReplays, drawn, shrunk
+	s.shrinkStats.Replays, s.shrinkStats.Reproduced, s.shrinkStats.DrawnReproduced = reproduceReplays, shrunk, -1
+	s.mu.Unlock()
+	if shrunk == reproduceReplays {
+		return kept[last], at[last]
+	}
+	drawn := s.reproductions(kept[0].Plan, property)
+	s.mu.Lock()
+	s.shrinkStats.DrawnReproduced = drawn
 	s.mu.Unlock()
 	for last > 0 && shrunk < drawn {
 		last--
