@@ -2,7 +2,8 @@
 // controllers (controllers/suite) on the hollow cluster and prints a
 // table: for each controller, pass, or the property that failed with the
 // shrunk plan and the command that replays it. Scenarios go to
-// reports/scenarios/<controller>/, HTML timelines to reports/; the suite's
+// reports/scenarios/<controller>/, HTML timelines to reports/ with a PNG
+// screenshot of each (when Chromium is installed); the suite's
 // own saved scenarios (controllers/testdata/kubeprop/TestConformance/),
 // which make test replays, are left as they are.
 //
