@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -257,9 +256,8 @@ type Finding struct {
 type ShrinkStats struct {
 	// Took is the shrink's wall time, to its answer.
 	Took time.Duration
-	// Candidates are the cases run (confirming runs and replays
-	// included), Failed of them failed the property shrunk, CutShort were
-	// stopped once a smaller failing plan was in.
+	// Candidates are the cases run, Failed of them failed the property
+	// shrunk, CutShort were stopped once a smaller failing plan was in.
 	Candidates, Failed, CutShort int
 	// Failing and Passing sum the cases' wall times (Times.Total); Judge
 	// is the failing ones' wait for their verdict after the heal.
@@ -268,34 +266,12 @@ type ShrinkStats struct {
 	// time (within Failing and Passing).
 	References    int
 	ReferenceTime time.Duration
-	// Unconfirmed are the candidates that failed once and passed their
-	// confirming run: not kept (see shrink).
-	Unconfirmed int
-	// Reproduced and DrawnReproduced are how many of Replays replays of
-	// the plan returned and of the plan drawn failed the property (none
-	// when the plan drawn is the smallest; the plan drawn -1, not
-	// replayed, when the plan returned failed in every replay); WalkedBack
-	// counts the plans kept that were given up for reproducing less often
-	// (see asOften).
-	Replays, Reproduced, DrawnReproduced, WalkedBack int
 }
 
 func (st ShrinkStats) String() string {
-	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s); %d failed once and passed their confirming run",
+	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s)",
 		st.Took.Round(time.Second), st.Candidates, st.Failed, st.Failing.Round(time.Second), st.Judge.Round(time.Second),
-		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second), st.Unconfirmed) +
-		st.reproduced()
-}
-
-func (st ShrinkStats) reproduced() string {
-	if st.Replays == 0 {
-		return ""
-	}
-	if st.DrawnReproduced < 0 {
-		return fmt.Sprintf("; reproduced in %d of %d replays", st.Reproduced, st.Replays)
-	}
-	return fmt.Sprintf("; reproduced in %d of %d replays, the plan drawn in %d; %d shrink steps given up for reproducing less often",
-		st.Reproduced, st.Replays, st.DrawnReproduced, st.WalkedBack)
+		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second))
 }
 
 // count adds a candidate's case to the stats; failed: it failed property.
@@ -727,48 +703,17 @@ func (s *searcher) wait() { s.cases.Wait() }
 // passing Database candidate takes 30-60 s. (The first runs go pass by
 // pass: the earlier passes' candidates are smaller, and one that fails
 // leaves the later passes' unrun.)
-//
-// A failing candidate is kept only once a second run of it fails the same
-// way (confirmed): one that fails once and passes its confirming run is
-// set aside, and the pass goes on without it. Otherwise a plan that fails
-// only when the timing falls right could replace one that fails reliably,
-// and the scenario saved would not reproduce.
-//
-// The plan it returns reproduces at least as often as the plan drawn (see
-// asOften).
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
-	kept, at := s.shrinkChain(rep, deadline)
-	return s.asOften(kept, at, rep.Failures[0].Property)
-}
-
-// shrinkChain is shrink's search: the plans it kept, one smaller than the
-// other, from rep's, and when it kept each.
-func (s *searcher) shrinkChain(rep *Report, deadline time.Time) ([]*Report, []time.Time) {
 	property := rep.Failures[0].Property
+	var at time.Time
 	attempts := 1
-	kept, keptAt := []*Report{rep}, []time.Time{{}}
-	unconfirmed := map[string]bool{}
 	try := func(candidates [][]faults.Step) bool {
-		for {
-			candidates = slices.DeleteFunc(candidates, func(c []faults.Step) bool { return unconfirmed[faults.FormatPlan(c)] })
-			_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
-			if err != nil || smaller == nil {
-				return false
-			}
-			again, err := s.confirmed(smaller.Plan, property)
-			if err != nil {
-				return false
-			}
-			if again != nil {
-				rep, attempts = again, 1
-				kept, keptAt = append(kept, rep), append(keptAt, time.Now())
-				return true
-			}
-			unconfirmed[faults.FormatPlan(smaller.Plan)] = true
-			s.mu.Lock()
-			s.shrinkStats.Unconfirmed++
-			s.mu.Unlock()
+		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
+		if err != nil || smaller == nil {
+			return false
 		}
+		rep, at, attempts = smaller, time.Now(), 1
+		return true
 	}
 	for time.Now().Before(deadline) {
 		passes := s.shrinkPasses(rep)
@@ -785,92 +730,12 @@ func (s *searcher) shrinkChain(rep *Report, deadline time.Time) ([]*Report, []ti
 		switch {
 		case smaller:
 		case attempts == shrinkAttempts:
-			return kept, keptAt
+			return rep, at
 		default:
 			attempts++
 		}
 	}
-	return kept, keptAt
-}
-
-// reproduceReplays is how many times asOften replays a plan.
-const reproduceReplays = 3
-
-// asOften returns the last of the plans kept that reproduces property at
-// least as often as the first, the plan drawn, over reproduceReplays
-// replays of each: a step dropped may have been what made the bug's
-// timing likely, so that the smaller plan fails less reliably, and a
-// scenario is worth what it reproduces. The plan drawn is replayed only
-// when the shrunk one fell short in a replay (else none can reproduce more
-// often); then the plans between, the last first, while they fall short
-// of it; the plan drawn is the answer when every one does.
-func (s *searcher) asOften(kept []*Report, at []time.Time, property string) (*Report, time.Time) {
-	last := len(kept) - 1
-	if last == 0 {
-		return kept[0], time.Time{}
-	}
-	shrunk := s.reproductions(kept[last].Plan, property)
-	s.mu.Lock()
-	s.shrinkStats.Replays, s.shrinkStats.Reproduced, s.shrinkStats.DrawnReproduced = reproduceReplays, shrunk, -1
-	s.mu.Unlock()
-	if shrunk == reproduceReplays {
-		return kept[last], at[last]
-	}
-	drawn := s.reproductions(kept[0].Plan, property)
-	s.mu.Lock()
-	s.shrinkStats.DrawnReproduced = drawn
-	s.mu.Unlock()
-	for last > 0 && shrunk < drawn {
-		last--
-		shrunk = drawn
-		if last > 0 {
-			shrunk = s.reproductions(kept[last].Plan, property)
-		}
-		s.mu.Lock()
-		s.shrinkStats.WalkedBack++
-		s.shrinkStats.Reproduced = shrunk
-		s.mu.Unlock()
-	}
-	return kept[last], at[last]
-}
-
-// reproductions replays plan reproduceReplays times, all at once (slots of
-// Parallel allowing), and counts the replays that failed property. A
-// replay the harness failed does not count.
-func (s *searcher) reproductions(plan []faults.Step, property string) int {
-	var failed atomic.Int32
-	var g sync.WaitGroup
-	for range reproduceReplays {
-		g.Add(1)
-		s.startCase(func() {
-			s.run(context.Background(), plan, func(rep *Report, err error) {
-				if err == nil && rep != nil && rep.Failures[0].Property == property {
-					failed.Add(1)
-				}
-				g.Done()
-			})
-		})
-	}
-	g.Wait()
-	return int(failed.Load())
-}
-
-// confirmed runs a failing candidate once more, in a slot of Parallel:
-// its report when it failed property again, nil when it did not.
-func (s *searcher) confirmed(plan []faults.Step, property string) (*Report, error) {
-	type outcome struct {
-		rep *Report
-		err error
-	}
-	done := make(chan outcome, 1)
-	s.startCase(func() {
-		s.run(context.Background(), plan, func(rep *Report, err error) { done <- outcome{rep, err} })
-	})
-	o := <-done
-	if o.err != nil || o.rep == nil || o.rep.Failures[0].Property != property {
-		return nil, o.err
-	}
-	return o.rep, nil
+	return rep, at
 }
 
 // shrinkPasses are the candidates of rep's plan, pass by pass, the
