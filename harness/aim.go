@@ -336,11 +336,7 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 			r.Resource == "leases" || r.Resource == "events" {
 			continue
 		}
-		resource := r.Resource
-		if r.Subresource != "" {
-			resource += "/" + r.Subresource
-		}
-		w := faults.WriteMatch{Verb: r.Verb, Resource: resource}
+		w := faults.WriteMatch{Verb: r.Verb, Resource: r.ResourcePath()}
 		p.writes = append(p.writes, w)
 		// The step before the write: the last to begin at or before it.
 		k := sort.Search(len(steps), func(i int) bool { return steps[i].After(r.At) }) - 1

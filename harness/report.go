@@ -269,12 +269,12 @@ func (r *Report) timedRows(tr *properties.Trace) []timedRow {
 func panel(rows []timedRow, tr *properties.Trace, clock pageClock, class, caption string) pagePanel {
 	p := pagePanel{Class: class, Caption: caption, Width: pageWidth, Left: plotLeft, Right: plotRight, Top: plotTop}
 	y := plotTop
-	for _, tr := range rows {
-		row := pageRow{Class: tr.class, Property: tr.property, Title: tr.label, Label: tr.label, Y: y + rowHeight/2, TextY: y + rowHeight/2 + 4}
-		if n := []rune(tr.label); len(n) > labelChars {
+	for _, r := range rows {
+		row := pageRow{Class: r.class, Property: r.property, Title: r.label, Label: r.label, Y: y + rowHeight/2, TextY: y + rowHeight/2 + 4}
+		if n := []rune(r.label); len(n) > labelChars {
 			row.Label = string(n[:labelChars-1]) + "…"
 		}
-		for _, s := range tr.spans {
+		for _, s := range r.spans {
 			if s.to.Before(clock.from) || s.from.After(clock.to) {
 				continue
 			}
@@ -285,7 +285,7 @@ func panel(rows []timedRow, tr *properties.Trace, clock pageClock, class, captio
 				p.Bands = append(p.Bands, pageBand{X: x, W: w})
 			}
 		}
-		for _, t := range tr.ticks {
+		for _, t := range r.ticks {
 			if clock.shows(t.at) {
 				x := clock.x(t.at)
 				row.Ticks = append(row.Ticks, pageTick{Class: t.class, Stroke: t.stroke, Title: t.title, Width: t.width, X: x, Y1: y + 3, Y2: y + rowHeight - 3})
@@ -345,10 +345,7 @@ func requestTicks(tr *properties.Trace) []timedTick {
 		if tr.Controller == "" || r.User != tr.Controller {
 			continue
 		}
-		what := r.Verb + " " + r.Resource
-		if r.Subresource != "" {
-			what += "/" + r.Subresource
-		}
+		what := r.Verb + " " + r.ResourcePath()
 		if r.Name != "" {
 			what += " " + r.Name
 		}

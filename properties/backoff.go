@@ -503,10 +503,7 @@ func attemptsByTarget(tr *Trace) []target {
 		if r.User != tr.Controller || tr.Controller == "" {
 			continue
 		}
-		obj := r.Resource
-		if r.Subresource != "" {
-			obj += "/" + r.Subresource
-		}
+		obj := r.ResourcePath()
 		shown := obj
 		if r.Name != "" {
 			obj += " " + r.Name

@@ -180,6 +180,15 @@ type Request struct {
 	FieldManager string
 }
 
+// ResourcePath is the request's resource and subresource, as
+// "pods/status".
+func (r Request) ResourcePath() string {
+	if r.Subresource == "" {
+		return r.Resource
+	}
+	return r.Resource + "/" + r.Subresource
+}
+
 // Reconcile is one reconcile of an in-process controller.
 type Reconcile struct {
 	At           time.Time
