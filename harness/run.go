@@ -481,6 +481,9 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	if err := c.awaitController(ctx); err != nil {
 		return err
 	}
+	if err := c.awaitGoals(ctx); err != nil {
+		return err
+	}
 	// Spec.Setup bounds the whole: what the controller's start left.
 	if err := c.settle(ctx, max(c.spec.Setup-time.Since(c.started), c.spec.SettleQuiet)); err != nil {
 		if errors.Is(err, errDecided) {
@@ -527,6 +530,50 @@ func (c *caseRun) awaitController(ctx context.Context) error {
 		return fmt.Errorf("the controller did not act on the fixtures within %v of its start: it made no write of its own kinds in namespace %s (a lease renewal or an Event does not count): check that it watches the case's namespace and the fixtures' kinds (and wins its leader election), raise Spec.Setup, or, for a controller with nothing to write, say when it is ready with Spec.Ready", c.spec.Setup, c.namespace)
 	}
 	c.logf("the controller acted %.1fs after its start", time.Since(start).Seconds())
+	return nil
+}
+
+// awaitGoals waits, within what is left of Spec.Setup, until the
+// predicate of every properties.Goal holds on the fixtures: the first
+// step then lands on the system the controller has brought to rest.
+// Quiet alone does not tell: under load the kubelets' and the built-in
+// controllers' updates (a StatefulSet's ready members) can come more than
+// the settle's quiet period after the controller's last write, and the
+// controller's answer to them after that. A goal that does not hold in
+// time is logged and the steps go on: the properties judge the case.
+func (c *caseRun) awaitGoals(ctx context.Context) error {
+	var goals []properties.Goal
+	for _, p := range c.spec.Properties {
+		if g, ok := p.(properties.Goal); ok {
+			goals = append(goals, g)
+		}
+	}
+	if len(goals) == 0 {
+		return nil
+	}
+	start := time.Now()
+	var unmet error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, max(c.spec.Setup-time.Since(c.started), c.spec.SettleQuiet), true, func(context.Context) (bool, error) {
+		if c.recorder.Panics() > 0 {
+			return true, nil // NoPanics reports it
+		}
+		state := properties.State{At: time.Now(), Objects: c.recorder.Current()}
+		for _, g := range goals {
+			if unmet = g.Goal()(state); unmet != nil {
+				unmet = fmt.Errorf("%s: %w", g.Name(), unmet)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		c.logf("setup: a goal did not hold within Spec.Setup (%v); the steps go on", unmet)
+	default:
+		c.logf("setup: the goals held %.1fs after the controller acted", time.Since(start).Seconds())
+	}
 	return nil
 }
 

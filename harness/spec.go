@@ -50,8 +50,10 @@ type Spec struct {
 	SettleQuiet time.Duration
 	// SettleCap bounds each wait for settling. Zero means 10 s.
 	SettleCap time.Duration
-	// Setup bounds the wait for the controller to act on the fixtures and
-	// for the system to settle before the first step. Zero means 30 s.
+	// Setup bounds the wait for the controller to act on the fixtures,
+	// for the goal of every property that has one (properties.Goal:
+	// Converges's predicate) to hold, and for the system to settle before
+	// the first step. Zero means 30 s.
 	Setup time.Duration
 	// Ready, when set, tells when the controller has taken charge of the
 	// fixtures: setup waits until it holds (or the controller's first

@@ -48,6 +48,7 @@ type converges struct {
 
 func (p converges) Name() string           { return p.name }
 func (p converges) Horizon() time.Duration { return p.opts.Within + p.opts.Stable }
+func (p converges) Goal() Predicate        { return p.pred }
 
 func (p converges) Check(tr *Trace) Verdict {
 	if tr.Healed.IsZero() {

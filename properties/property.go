@@ -17,6 +17,17 @@ type Property interface {
 	Horizon() time.Duration
 }
 
+// Goal is a property that names the state the controller is to bring
+// the system to (Converges's predicate). Before a case's first step the
+// harness waits, within Spec.Setup, until every goal holds: the steps
+// start from a system at rest, not in the tail of the controller's
+// first reconciles, where a crash "after the k-th write" or a stale watch
+// would land on a write that only load put there.
+type Goal interface {
+	Property
+	Goal() Predicate
+}
+
 // Verdict is a property's judgement of a trace.
 type Verdict struct {
 	// Done is set when more trace cannot change the verdict.
