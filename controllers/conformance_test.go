@@ -34,14 +34,16 @@ func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // the client-go controller reports its errors through klog
 	flag.Parse()
 	// A case takes seconds: unless told otherwise, draw 5 plans per check
-	// and give shrinking 2 minutes (under -race on 2 cores a case that
-	// waits for quiescence or a convergence deadline takes 20-40 s).
+	// and give shrinking 3 minutes (under -race on 2 cores a case that
+	// waits for quiescence or a convergence deadline takes 20-40 s, two
+	// run at a time, and a candidate kept has its confirming run in one
+	// of the two slots).
 	userChecks = os.Getenv("RAPID_CHECKS") != "" || flagSet("rapid.checks")
 	if !userChecks {
 		_ = flag.Set("rapid.checks", "5")
 	}
 	if !flagSet("rapid.shrinktime") {
-		_ = flag.Set("rapid.shrinktime", "2m")
+		_ = flag.Set("rapid.shrinktime", "3m")
 	}
 	// Three targets at a time (unless -parallel says otherwise): most of
 	// a bug's search is a deadline waited out (a convergence failure

@@ -33,3 +33,7 @@ func ReplayCount(t TB, env *Env, spec Spec, file string, count int) {
 	t.Helper()
 	replay(t, env, spec, file, false, count)
 }
+
+// ReproduceReplays is how many times the shrink's end replays the plan
+// drawn and the shrunk one.
+const ReproduceReplays = reproduceReplays

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -256,8 +257,9 @@ type Finding struct {
 type ShrinkStats struct {
 	// Took is the shrink's wall time, to its answer.
 	Took time.Duration
-	// Candidates are the cases run, Failed of them failed the property
-	// shrunk, CutShort were stopped once a smaller failing plan was in.
+	// Candidates are the cases run (confirming runs included), Failed of
+	// them failed the property shrunk, CutShort were stopped once a
+	// smaller failing plan was in.
 	Candidates, Failed, CutShort int
 	// Failing and Passing sum the cases' wall times (Times.Total); Judge
 	// is the failing ones' wait for their verdict after the heal.
@@ -266,12 +268,34 @@ type ShrinkStats struct {
 	// time (within Failing and Passing).
 	References    int
 	ReferenceTime time.Duration
+	// Unconfirmed are the candidates that failed once and passed their
+	// confirming run: given up (see shrink).
+	Unconfirmed int
+	// Reproduced and DrawnReproduced are how many of Replays replays of
+	// the plan returned and of the plan drawn failed the property (none
+	// when the plan drawn is the smallest; the plan drawn -1, not
+	// replayed, when the plan returned failed in every replay); WalkedBack
+	// counts the plans kept that were given up for reproducing less often
+	// (see asOften).
+	Replays, Reproduced, DrawnReproduced, WalkedBack int
 }
 
 func (st ShrinkStats) String() string {
-	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s)",
+	return fmt.Sprintf("%s: %d candidates, %d failed (%s, %s of it judging after the heal), %d passed (%s), %d cut short; %d reference runs (%s); %d failed once and passed their confirming run",
 		st.Took.Round(time.Second), st.Candidates, st.Failed, st.Failing.Round(time.Second), st.Judge.Round(time.Second),
-		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second))
+		st.Candidates-st.Failed-st.CutShort, st.Passing.Round(time.Second), st.CutShort, st.References, st.ReferenceTime.Round(time.Second), st.Unconfirmed) +
+		st.reproduced()
+}
+
+func (st ShrinkStats) reproduced() string {
+	if st.Replays == 0 {
+		return ""
+	}
+	if st.DrawnReproduced < 0 {
+		return fmt.Sprintf("; reproduced in %d of %d replays", st.Reproduced, st.Replays)
+	}
+	return fmt.Sprintf("; reproduced in %d of %d replays, the plan drawn in %d; %d shrink steps given up for reproducing less often",
+		st.Reproduced, st.Replays, st.DrawnReproduced, st.WalkedBack)
 }
 
 // count adds a candidate's case to the stats; failed: it failed property.
@@ -703,20 +727,78 @@ func (s *searcher) wait() { s.cases.Wait() }
 // passing Database candidate takes 30-60 s. (The first runs go pass by
 // pass: the earlier passes' candidates are smaller, and one that fails
 // leaves the later passes' unrun.)
+//
+// A failing candidate is kept only once a second run of it fails the same
+// way: one that fails once and passes its confirming run is given up, and
+// the shrink goes on without it. Otherwise a plan that fails only when
+// the timing falls right could replace one that fails reliably, and the
+// scenario saved would not reproduce. The confirming run goes beside the
+// next pass, which starts from the candidate meanwhile (most are
+// confirmed: a run per candidate kept, one after the other, would take
+// most of the budget): when the candidate is given up, the shrink goes
+// back to the last plan not given up. Before it answers, the shrink waits
+// for every confirming run.
+//
+// The plan it returns reproduces at least as often as the plan drawn (see
+// asOften).
 func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) {
+	return s.asOften(s.shrinkChain(rep, deadline), rep.Failures[0].Property)
+}
+
+// shrinkChain is shrink's search: the plans it kept, each smaller than the
+// one before, from rep's, every one confirmed.
+func (s *searcher) shrinkChain(rep *Report, deadline time.Time) []*keptPlan {
 	property := rep.Failures[0].Property
-	var at time.Time
+	// The plans kept, each smaller than the one before, from the plan
+	// drawn (which stands as found); the last is the one shrunk further.
+	chain := []*keptPlan{{rep: rep, outcome: confirmedPlan}}
+	given := map[string]bool{} // candidates given up
 	attempts := 1
+	// update takes in the confirming runs that ended (with wait, every
+	// one): a candidate given up leaves the chain. It reports whether the
+	// plan shrunk further changed.
+	update := func(wait bool) bool {
+		changed := false
+		for i := 1; i < len(chain); {
+			k := chain[i]
+			if k.outcome == pendingPlan {
+				if wait {
+					k.outcome = <-k.confirm
+				} else {
+					select {
+					case k.outcome = <-k.confirm:
+					default:
+					}
+				}
+			}
+			if k.outcome != unconfirmedPlan {
+				i++
+				continue
+			}
+			given[faults.FormatPlan(k.rep.Plan)] = true
+			s.mu.Lock()
+			s.shrinkStats.Unconfirmed++
+			s.mu.Unlock()
+			changed = changed || i == len(chain)-1
+			chain = slices.Delete(chain, i, i+1)
+		}
+		return changed
+	}
 	try := func(candidates [][]faults.Step) bool {
+		candidates = slices.DeleteFunc(slices.Clone(candidates), func(c []faults.Step) bool { return given[faults.FormatPlan(c)] })
 		_, smaller, err := s.firstFailing(candidates, property, deadline, attempts, false)
 		if err != nil || smaller == nil {
 			return false
 		}
-		rep, at, attempts = smaller, time.Now(), 1
+		chain = append(chain, s.confirming(smaller, property))
+		attempts = 1
 		return true
 	}
 	for time.Now().Before(deadline) {
-		passes := s.shrinkPasses(rep)
+		if update(false) {
+			attempts = 1
+		}
+		passes := s.shrinkPasses(chain[len(chain)-1].rep)
 		if attempts > 1 {
 			// In their order: the lowest index that fails wins.
 			passes = [][][]faults.Step{slices.Concat(passes...)}
@@ -729,13 +811,114 @@ func (s *searcher) shrink(rep *Report, deadline time.Time) (*Report, time.Time) 
 		}
 		switch {
 		case smaller:
-		case attempts == shrinkAttempts:
-			return rep, at
-		default:
+		case attempts < shrinkAttempts:
 			attempts++
+		case update(true):
+			// The plan shrunk was given up: on from the one before.
+			attempts = 1
+		default:
+			return chain
 		}
 	}
-	return rep, at
+	update(true)
+	return chain
+}
+
+// keptPlan is a failing candidate the shrink kept, and its confirming
+// run's outcome.
+type keptPlan struct {
+	rep     *Report
+	at      time.Time // when it was found
+	confirm chan planOutcome
+	outcome planOutcome
+}
+
+type planOutcome int
+
+const (
+	pendingPlan     planOutcome = iota
+	confirmedPlan               // its confirming run failed the same way
+	unconfirmedPlan             // it passed, failed otherwise, or the harness failed
+)
+
+// reproduceReplays is how many times asOften replays a plan.
+const reproduceReplays = 3
+
+// asOften returns the last of the plans kept (confirmed, each smaller than
+// the one before, from the plan drawn) that reproduces property at least
+// as often as the plan drawn, over reproduceReplays replays of each, and
+// when it was found: a step dropped may have been what made the bug's
+// timing likely, so that the smaller plan fails less reliably, and a
+// scenario is worth what it reproduces. The plan drawn is replayed only
+// when the shrunk one fell short in a replay (else none can reproduce more
+// often); then the plans between, the last first, while they fall short
+// of it; the plan drawn is the answer when every one does.
+func (s *searcher) asOften(kept []*keptPlan, property string) (*Report, time.Time) {
+	last := len(kept) - 1
+	if last == 0 {
+		return kept[0].rep, time.Time{}
+	}
+	shrunk := s.reproductions(kept[last].rep.Plan, property)
+	s.mu.Lock()
+	s.shrinkStats.Replays, s.shrinkStats.Reproduced, s.shrinkStats.DrawnReproduced = reproduceReplays, shrunk, -1
+	s.mu.Unlock()
+	if shrunk == reproduceReplays {
+		return kept[last].rep, kept[last].at
+	}
+	drawn := s.reproductions(kept[0].rep.Plan, property)
+	s.mu.Lock()
+	s.shrinkStats.DrawnReproduced = drawn
+	s.mu.Unlock()
+	for last > 0 && shrunk < drawn {
+		last--
+		shrunk = drawn
+		if last > 0 {
+			shrunk = s.reproductions(kept[last].rep.Plan, property)
+		}
+		s.mu.Lock()
+		s.shrinkStats.WalkedBack++
+		s.shrinkStats.Reproduced = shrunk
+		s.mu.Unlock()
+	}
+	return kept[last].rep, kept[last].at
+}
+
+// reproductions replays plan reproduceReplays times, all at once (slots of
+// Parallel allowing), and counts the replays that failed property. A
+// replay the harness failed does not count.
+func (s *searcher) reproductions(plan []faults.Step, property string) int {
+	var failed atomic.Int32
+	var g sync.WaitGroup
+	for range reproduceReplays {
+		g.Add(1)
+		s.startCase(func() {
+			s.run(context.Background(), plan, func(rep *Report, err error) {
+				if err == nil && rep != nil && rep.Failures[0].Property == property {
+					failed.Add(1)
+				}
+				g.Done()
+			})
+		})
+	}
+	g.Wait()
+	return int(failed.Load())
+}
+
+// confirming starts rep's plan's confirming run, in the first slot of
+// Parallel free (before the next pass takes it), and returns the plan kept
+// meanwhile.
+func (s *searcher) confirming(rep *Report, property string) *keptPlan {
+	k := &keptPlan{rep: rep, at: time.Now(), confirm: make(chan planOutcome, 1)}
+	s.startCase(func() {
+		s.run(context.Background(), rep.Plan, func(again *Report, err error) {
+			if err == nil && again != nil && again.Failures[0].Property == property {
+				k.confirm <- confirmedPlan
+				return
+			}
+			k.confirm <- unconfirmedPlan
+		})
+	})
+	return k
 }
 
 // shrinkPasses are the candidates of rep's plan, pass by pass, the

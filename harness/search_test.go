@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,9 +45,10 @@ func TestSearchDrawsRapidsPlans(t *testing.T) {
 // TestShrinkRunsPassingCandidatesTwice: a bug that shows by timing fails
 // in some runs of its plan only. A candidate that passes is run once more
 // before the shrinker stops, so it still reaches the one step that needs
-// two runs to fail; no candidate runs more than twice. So with the slots
-// for the second runs beside the first (Parallel 16), where the failing
-// second run is the candidate's.
+// two runs to fail (and fails from then on: its confirming run fails); no
+// candidate runs more than twice before it fails, and a failing one once
+// more. So with the slots for the second runs beside the first (Parallel
+// 16), where the failing second run is the candidate's.
 func TestShrinkRunsPassingCandidatesTwice(t *testing.T) {
 	for _, parallel := range []int{3, 16} {
 		t.Run(fmt.Sprint("parallel ", parallel), func(t *testing.T) { shrinkRunsPassingCandidatesTwice(t, parallel) })
@@ -58,9 +60,9 @@ func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	s := &searcher{opts: SearchOptions{Parallel: parallel}, runs: map[string]int{}}
 	cases := standIn(s, func(plan []faults.Step, run int) *Report {
 		rep := &Report{Plan: plan}
-		// A plan with the bug's step fails; the step alone, only in its
-		// second run.
-		if slices.ContainsFunc(plan, func(st faults.Step) bool { return st == bug }) && (len(plan) > 1 || run == 2) {
+		// A plan with the bug's step fails; the step alone, from its
+		// second run on.
+		if slices.ContainsFunc(plan, func(st faults.Step) bool { return st == bug }) && (len(plan) > 1 || run >= 2) {
 			rep.Failures = []Failure{{Property: "converges", Message: "status stuck"}}
 		}
 		return rep
@@ -69,7 +71,7 @@ func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	s.shrinking = "converges"
-	got, at := s.shrink(first, time.Now().Add(time.Minute))
+	got, at := shrinkSearch(s, first, time.Now().Add(time.Minute))
 	s.wait() // the candidates cut short
 	require.Equal(t, []faults.Step{bug}, got.Plan, "runs: %v", cases.runs)
 	// Every candidate is counted, the first plan's run (the search's) not.
@@ -78,9 +80,147 @@ func shrinkRunsPassingCandidatesTwice(t *testing.T, parallel int) {
 	require.Less(t, s.shrinkStats.Failed+s.shrinkStats.CutShort, s.shrinkStats.Candidates, "some passed: %s", s.shrinkStats)
 	require.False(t, at.IsZero())
 	for plan, n := range cases.runs {
-		require.LessOrEqual(t, n, shrinkAttempts, "plan %s", plan)
+		require.LessOrEqual(t, n, shrinkAttempts+1, "plan %s", plan)
 	}
-	require.Equal(t, 2, cases.runs[faults.FormatPlan([]faults.Step{bug})])
+	require.Equal(t, 3, cases.runs[faults.FormatPlan([]faults.Step{bug})], "two runs to fail, and the confirming one")
+}
+
+// TestShrinkKeepsConfirmedCandidates: a candidate that fails once and
+// passes its confirming run is not kept; the shrink goes on without it
+// and ends at a candidate whose failure a second run confirms.
+func TestShrinkKeepsConfirmedCandidates(t *testing.T) {
+	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+	cases := standIn(s, func(plan []faults.Step, run int) *Report {
+		rep := &Report{Plan: plan}
+		// A scale to 0 with another change fails every time; alone, in
+		// its first run only (the timing fell right once).
+		if slices.Contains(plan, scaleTo(0)) && (len(plan) > 1 || run == 1) {
+			rep.Failures = []Failure{{Property: "converges"}}
+		}
+		return rep
+	})
+	first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
+	require.NoError(t, err)
+	s.shrinking = "converges"
+	got, _ := shrinkSearch(s, first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Len(t, got.Plan, 2, "runs: %v", cases.runs)
+	require.Contains(t, got.Plan, scaleTo(0))
+	require.Equal(t, 2, cases.runs[faults.FormatPlan(scalePlan(0))], "its failing run and the confirming one that passed")
+	require.Equal(t, 1, s.shrinkStats.Unconfirmed, "%s", s.shrinkStats)
+	require.Equal(t, 2, cases.runs[faults.FormatPlan(got.Plan)], "the plan kept failed twice")
+}
+
+// TestShrinkConfirmsBesideTheNextPass: a failing candidate's confirming
+// run goes beside the next pass, which starts from the candidate, rather
+// than before it; the plan answered is confirmed all the same.
+func TestShrinkConfirmsBesideTheNextPass(t *testing.T) {
+	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+	var mu sync.Mutex
+	secondRuns := 0 // of one-step candidates, going on: the next pass's
+	beside := 0     // confirming runs that had such a run beside them
+	cases := standIn(s, func(plan []faults.Step, run int) *Report {
+		rep := &Report{Plan: plan}
+		if len(plan) == 1 && run == 2 {
+			mu.Lock()
+			secondRuns++
+			mu.Unlock()
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			secondRuns--
+			mu.Unlock()
+		}
+		// A scale to 0 after another change fails, every time.
+		if !slices.Contains(plan, scaleTo(0)) || len(plan) < 2 {
+			return rep
+		}
+		rep.Failures = []Failure{{Property: "converges"}}
+		if run == 2 {
+			// A confirming run: it waits (a while) for the next pass's
+			// second runs (its candidates ran once already) beside it.
+			for range 100 {
+				mu.Lock()
+				seen := secondRuns > 0
+				if seen {
+					beside++
+				}
+				mu.Unlock()
+				if seen {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return rep
+	})
+	first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(4), scaleTo(0)})
+	require.NoError(t, err)
+	s.shrinking = "converges"
+	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Len(t, got.Plan, 2, "runs: %v", cases.order)
+	require.Contains(t, got.Plan, scaleTo(0))
+	require.GreaterOrEqual(t, cases.runs[faults.FormatPlan(got.Plan)], 2, "the plan answered is confirmed: %v", cases.order)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, beside, "no candidate ran beside a confirming run: %v", cases.order)
+	require.Zero(t, s.shrinkStats.Unconfirmed)
+}
+
+// shrinkSearch is shrink without its replays (asOften): the last plan
+// kept, and when.
+func shrinkSearch(s *searcher, rep *Report, deadline time.Time) (*Report, time.Time) {
+	kept := s.shrinkChain(rep, deadline)
+	return kept[len(kept)-1].rep, kept[len(kept)-1].at
+}
+
+// TestShrinkReproducesAsOften: the shrunk plan is replayed beside the
+// plan drawn; while it reproduces less often, the shrink gives up its
+// last steps for the plans kept before them.
+func TestShrinkReproducesAsOften(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// fails: whether a replay (run 3 on: the search's or the
+		// candidate's run and its confirming one came first) fails.
+		fails func(plan []faults.Step, run int) bool
+		want  []faults.Step
+		// drawn: the plan drawn's reproductions (-1: not replayed);
+		// back: the steps given up.
+		drawn, back int
+		stats       string
+	}{
+		{"every time", func([]faults.Step, int) bool { return true }, scalePlan(0), -1, 0, "; reproduced in 3 of 3 replays"},
+		// The step alone (kept: it failed twice) then in 1 replay of 3;
+		// the plan drawn, kept before it, in every one.
+		{"less often", func(plan []faults.Step, run int) bool { return len(plan) > 1 || run == 3 }, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)}, 3, 1,
+			"; reproduced in 3 of 3 replays, the plan drawn in 3; 1 shrink steps given up for reproducing less often"},
+		// The step alone in 2 replays of 3 (runs 3 and 4), the plan
+		// drawn in 2 too (its runs 2 and 3): as often, kept.
+		{"as often", func(plan []faults.Step, run int) bool { return len(plan) == 1 && run <= 4 || len(plan) > 1 && run == 3 }, scalePlan(0), 2, 0,
+			"; reproduced in 2 of 3 replays, the plan drawn in 2; 0 shrink steps given up for reproducing less often"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &searcher{opts: SearchOptions{Parallel: 8}, runs: map[string]int{}}
+			cases := standIn(s, func(plan []faults.Step, run int) *Report {
+				rep := &Report{Plan: plan}
+				if slices.Contains(plan, scaleTo(0)) && (run <= 2 || c.fails(plan, run)) {
+					rep.Failures = []Failure{{Property: "converges"}}
+				}
+				return rep
+			})
+			first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
+			require.NoError(t, err)
+			s.shrinking = "converges"
+			got, _ := s.shrink(first, time.Now().Add(time.Minute))
+			s.wait()
+			require.Equal(t, c.want, got.Plan, "runs: %v", cases.runs)
+			st := s.shrinkStats
+			require.Equal(t, reproduceReplays, st.Replays, "%s", st)
+			require.Equal(t, c.drawn, st.DrawnReproduced, "%s", st)
+			require.Equal(t, c.back, st.WalkedBack, "%s", st)
+			require.True(t, strings.HasSuffix(st.String(), c.stats), "%s", st)
+		})
+	}
 }
 
 // TestShrinkRunsSecondRunsAtOnce: once every candidate of a plan passed,
@@ -364,10 +504,10 @@ func TestShrinkTakesKnownFailures(t *testing.T) {
 	i, first, err := s.firstFailing([][]faults.Step{{scaleTo(3), scaleTo(0)}, {scaleTo(0)}, {scaleTo(2)}}, "", time.Time{}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, 0, i, "the lowest index")
-	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	got, _ := shrinkSearch(s, first, time.Now().Add(time.Minute))
 	s.wait()
 	require.Equal(t, scalePlan(0), got.Plan)
-	require.Equal(t, 1, cases.runs[faults.FormatPlan(scalePlan(0))], "runs: %v", cases.runs)
+	require.Equal(t, 2, cases.runs[faults.FormatPlan(scalePlan(0))], "its run in the first call and the confirming one, not a run in the shrink's pass: %v", cases.runs)
 }
 
 // caseLog is what a searcher's stand-in cases ran: plans in the order
