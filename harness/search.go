@@ -761,17 +761,7 @@ func (s *searcher) shrinkChain(rep *Report, deadline time.Time) []*keptPlan {
 		changed := false
 		for i := 1; i < len(chain); {
 			k := chain[i]
-			if k.outcome == pendingPlan {
-				if wait {
-					k.outcome = <-k.confirm
-				} else {
-					select {
-					case k.outcome = <-k.confirm:
-					default:
-					}
-				}
-			}
-			if k.outcome != unconfirmedPlan {
+			if k.resolve(wait) != unconfirmedPlan {
 				i++
 				continue
 			}
@@ -831,6 +821,22 @@ type keptPlan struct {
 	at      time.Time // when it was found
 	confirm chan planOutcome
 	outcome planOutcome
+}
+
+// resolve takes in the confirming run's outcome if it ended (with wait,
+// once it ends), and returns the plan's outcome.
+func (k *keptPlan) resolve(wait bool) planOutcome {
+	switch {
+	case k.outcome != pendingPlan:
+	case wait:
+		k.outcome = <-k.confirm
+	default:
+		select {
+		case k.outcome = <-k.confirm:
+		default:
+		}
+	}
+	return k.outcome
 }
 
 type planOutcome int
@@ -893,7 +899,7 @@ func (s *searcher) reproductions(plan []faults.Step, property string) int {
 		g.Add(1)
 		s.startCase(func() {
 			s.run(context.Background(), plan, func(rep *Report, err error) {
-				if err == nil && rep != nil && rep.Failures[0].Property == property {
+				if failedAs(rep, err, property) {
 					failed.Add(1)
 				}
 				g.Done()
@@ -911,7 +917,7 @@ func (s *searcher) confirming(rep *Report, property string) *keptPlan {
 	k := &keptPlan{rep: rep, at: time.Now(), confirm: make(chan planOutcome, 1)}
 	s.startCase(func() {
 		s.run(context.Background(), rep.Plan, func(again *Report, err error) {
-			if err == nil && again != nil && again.Failures[0].Property == property {
+			if failedAs(again, err, property) {
 				k.confirm <- confirmedPlan
 				return
 			}
@@ -919,6 +925,12 @@ func (s *searcher) confirming(rep *Report, property string) *keptPlan {
 		})
 	})
 	return k
+}
+
+// failedAs reports whether a run's outcome (see searcher.run) is a failure
+// of property; a harness failure is not.
+func failedAs(rep *Report, err error, property string) bool {
+	return err == nil && rep != nil && rep.Failures[0].Property == property
 }
 
 // shrinkPasses are the candidates of rep's plan, pass by pass, the

@@ -116,19 +116,14 @@ func TestShrinkKeepsConfirmedCandidates(t *testing.T) {
 // than before it; the plan answered is confirmed all the same.
 func TestShrinkConfirmsBesideTheNextPass(t *testing.T) {
 	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
-	var mu sync.Mutex
-	secondRuns := 0 // of one-step candidates, going on: the next pass's
-	beside := 0     // confirming runs that had such a run beside them
+	// secondRun is closed when a one-step candidate's second run starts:
+	// the next pass's (its candidates ran once already in the first).
+	secondRun, started := make(chan struct{}), sync.Once{}
+	var beside atomic.Int32 // confirming runs that saw one start beside them
 	cases := standIn(s, func(plan []faults.Step, run int) *Report {
 		rep := &Report{Plan: plan}
 		if len(plan) == 1 && run == 2 {
-			mu.Lock()
-			secondRuns++
-			mu.Unlock()
-			time.Sleep(300 * time.Millisecond)
-			mu.Lock()
-			secondRuns--
-			mu.Unlock()
+			started.Do(func() { close(secondRun) })
 		}
 		// A scale to 0 after another change fails, every time.
 		if !slices.Contains(plan, scaleTo(0)) || len(plan) < 2 {
@@ -136,19 +131,12 @@ func TestShrinkConfirmsBesideTheNextPass(t *testing.T) {
 		}
 		rep.Failures = []Failure{{Property: "converges"}}
 		if run == 2 {
-			// A confirming run: it waits (a while) for the next pass's
-			// second runs (its candidates ran once already) beside it.
-			for range 100 {
-				mu.Lock()
-				seen := secondRuns > 0
-				if seen {
-					beside++
-				}
-				mu.Unlock()
-				if seen {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			// A confirming run: it waits (up to 2 s) for the next
+			// pass to start beside it.
+			select {
+			case <-secondRun:
+				beside.Add(1)
+			case <-time.After(2 * time.Second):
 			}
 		}
 		return rep
@@ -161,9 +149,7 @@ func TestShrinkConfirmsBesideTheNextPass(t *testing.T) {
 	require.Len(t, got.Plan, 2, "runs: %v", cases.order)
 	require.Contains(t, got.Plan, scaleTo(0))
 	require.GreaterOrEqual(t, cases.runs[faults.FormatPlan(got.Plan)], 2, "the plan answered is confirmed: %v", cases.order)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Positive(t, beside, "no candidate ran beside a confirming run: %v", cases.order)
+	require.Positive(t, beside.Load(), "no candidate ran beside a confirming run: %v", cases.order)
 	require.Zero(t, s.shrinkStats.Unconfirmed)
 }
 
