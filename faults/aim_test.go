@@ -12,7 +12,8 @@ import (
 // TestAimedPlans: a plan per aim, each its aimed step right before a user
 // change: a crash after each of the controller's writes; errors over each
 // write, conflicts over its updates and patches, as hard as APIErrors
-// goes; a stale view; a restart with a stale view, and one looking into
+// goes; stale views (cut; late, of every watch and of each resource
+// watched); a restart with a stale view, and one looking into
 // each user change, that change right before it; a conflicting writer of
 // as many rounds as it goes; when it creates, a node lost and a child
 // deleted. With its writes known to be none, only the aims that need
@@ -29,9 +30,9 @@ func TestAimedPlans(t *testing.T) {
 	gens := AimedPlans(fs, cfg, 5)
 	// CrashLoop 1 (it makes pods), NodeLoss 1 and ChildDelete 1 (it
 	// creates), ControllerRestart 1 + 3 (into each of ScaleChange, Burst,
-	// Recreate), APIErrors 1+2, CrashAfterWrite 2, StaleWatch 1,
-	// ConflictingWriter 1, Burst 1 (of ScaleChange).
-	require.Len(t, gens, 15)
+	// Recreate), APIErrors 1+2, CrashAfterWrite 2, StaleWatch 2 (cut,
+	// late), ConflictingWriter 1, Burst 1 (of ScaleChange).
+	require.Len(t, gens, 16)
 	aimed := map[string]int{}
 	changeAfter := map[string]int{} // by fault
 	for i, gen := range gens {
@@ -76,6 +77,11 @@ func TestAimedPlans(t *testing.T) {
 			case CrashLoopStep:
 				require.Equal(t, maxStarts, s.Starts, "as long as a crash loop goes")
 				aimed[s.Fault()]++
+			case StaleWatchStep:
+				if !s.Drop {
+					require.True(t, s.DelayMs >= 1000 && s.ForMs >= 3000, "late as long as the fault goes: %s", Format(s))
+				}
+				aimed[fmt.Sprintf("%s drop=%v %s", s.Fault(), s.Drop, s.Resource)]++
 			case ControllerRestartStep:
 				require.Positive(t, s.StaleMs+s.Into, "the restart aimed is the stale one")
 				if s.Into == 0 {
@@ -91,7 +97,7 @@ func TestAimedPlans(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, aimed, 15, "every aim: %v", aimed)
+	require.Len(t, aimed, 16, "every aim: %v", aimed)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}
@@ -127,7 +133,7 @@ func TestAimedPlans(t *testing.T) {
 	require.Equal(t, map[string]bool{"Recreate": true}, after["podsets/status"])
 	require.Greater(t, len(after["pods"]), 1, "no change known: any")
 
-	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, WritesKnown: true}, 5), 7, "it writes nothing: the stale view, the restarts, the fight, the burst")
+	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, WritesKnown: true}, 5), 8, "it writes nothing: the stale views, the restarts, the fight, the burst")
 	require.Empty(t, AimedPlans([]Fault{ContainerKill(ContainerKillOptions{}), ScaleChange(ScaleOptions{})}, cfg, 5))
 	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ChildDelete(), ScaleChange(ScaleOptions{})}, Config{Nodes: 3, Fixtures: 1,
 		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}, WritesKnown: true}, 5), "it creates nothing: nothing to lose or delete")
@@ -136,7 +142,7 @@ func TestAimedPlans(t *testing.T) {
 	// the others), a crash after any of the first writes, and the aims at
 	// what it may make.
 	unknown := AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}}, 5)
-	require.Len(t, unknown, 15, "the 7 that need no write, APIErrors 2, CrashAfterWrite 3, CrashLoop, NodeLoss, ChildDelete")
+	require.Len(t, unknown, 17, "the 8 that need no write, APIErrors 2, CrashAfterWrite 3, CrashLoop, NodeLoss, ChildDelete, the pods' watch late")
 	atWrites := map[string]bool{}
 	for _, gen := range unknown {
 		for seed := range 20 {
@@ -155,6 +161,19 @@ func TestAimedPlans(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"APIErrors": true, "APIErrors conflict": true,
 		"CrashAfterWrite after 1": true, "CrashAfterWrite after 2": true, "CrashAfterWrite after 3": true}, atWrites)
+	// Of the resources it watched, each late while the others come on
+	// time; one alone is every watch.
+	lateOf := func(c Config) (out []string) {
+		for _, gen := range AimedPlans([]Fault{StaleWatch()}, c, 5) {
+			if s := gen.Example(0)[0].(StaleWatchStep); !s.Drop {
+				out = append(out, s.Resource)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"", "pods", "podsets"}, lateOf(Config{WritesKnown: true, Watched: []string{"pods", "podsets"}}))
+	require.Equal(t, []string{""}, lateOf(Config{WritesKnown: true, Watched: []string{"podsets"}}))
+	require.Equal(t, []string{"", "pods"}, lateOf(Config{}), "not known: the pods taken as watched")
 	for seed := range 20 {
 		plan := AimedPlans([]Fault{CrashAfterWrite()}, cfg, 5)[0].Example(seed)
 		require.Len(t, plan, 1, "no user change: the aimed step alone")

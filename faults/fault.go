@@ -99,6 +99,9 @@ type Config struct {
 	// only before any change has none. A plan aimed at a write follows
 	// its step with one of them.
 	Provoked map[WriteMatch][]string
+	// Watched are the resources the controller watched in that run
+	// ("pods", "podsets"), sorted: where a stale view of one kind lands.
+	Watched []string
 }
 
 // Target is what steps act on: one case of the harness.
@@ -151,10 +154,11 @@ type Target interface {
 	// write from now on that match names, and starts a new instance.
 	CrashAfterWrites(match WriteMatch, writes int) error
 	// DelayWatches delays the controller's watch events by delay for
-	// window.
-	DelayWatches(delay, window time.Duration) error
-	// DropWatches cuts the controller's open watches.
-	DropWatches() error
+	// window: those of resource's watches, or, when it is "", of all.
+	DelayWatches(resource string, delay, window time.Duration) error
+	// DropWatches cuts the controller's open watches of resource, or,
+	// when it is "", all.
+	DropWatches(resource string) error
 	// Settle waits until the controller and the cluster are quiet. Its
 	// error ends the step: it is also how the harness ends a case whose
 	// property failed for good, so return it wrapped with %w or as it is.

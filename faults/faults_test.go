@@ -122,12 +122,12 @@ func (f *fakeTarget) CrashAfterWrites(m WriteMatch, writes int) error {
 	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("crash after %d %s %s", writes, m.Verb, m.Resource)))
 	return nil
 }
-func (f *fakeTarget) DelayWatches(delay, window time.Duration) error {
-	f.calls = append(f.calls, fmt.Sprintf("delay watches %v for %v", delay, window))
+func (f *fakeTarget) DelayWatches(resource string, delay, window time.Duration) error {
+	f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("delay watches %v for %v %s", delay, window, resource)))
 	return nil
 }
-func (f *fakeTarget) DropWatches() error {
-	f.calls = append(f.calls, "drop watches")
+func (f *fakeTarget) DropWatches(resource string) error {
+	f.calls = append(f.calls, strings.TrimSpace("drop watches "+resource))
 	return nil
 }
 

@@ -94,6 +94,7 @@ type probed struct {
 	writes   []faults.WriteMatch
 	provoked map[faults.WriteMatch][]string
 	setup    map[faults.WriteMatch]bool // made before the first user change
+	watched  []string                   // the resources it watched
 }
 
 // aimedPlans are the spec's aimed plan generators for the controller's
@@ -101,7 +102,7 @@ type probed struct {
 func (s Spec) aimedPlans(p probed) []*rapid.Generator[[]faults.Step] {
 	s = s.withDefaults()
 	objects := s.fixtureObjects()
-	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: p.writes, WritesKnown: p.known, Provoked: p.provoked}
+	c := faults.Config{Nodes: s.Nodes, Fixtures: len(objects), Objects: objects, Writes: p.writes, WritesKnown: p.known, Provoked: p.provoked, Watched: p.watched}
 	return faults.AimedPlans(s.Faults, c, s.MaxSteps)
 }
 
@@ -111,9 +112,10 @@ func aimKey(gen *rapid.Generator[[]faults.Step]) string { return faults.FormatPl
 
 // aimsFirst orders gens: the armed aims first (errors, crashes and stale
 // views, which act on what the change after them provokes, seconds after
-// the start), then those whose key is not in needNoWrite (the aims at
-// what the controller may make, not known yet), then the rest from place
-// on, round.
+// the start), their faults taking turns (the first wave of a search
+// reaches the first aims of each), then those whose key is not in
+// needNoWrite (the aims at what the controller may make, not known yet),
+// then the rest from place on, round.
 func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bool, place uint64) []*rapid.Generator[[]faults.Step] {
 	var armed, first, rest []*rapid.Generator[[]faults.Step]
 	for _, g := range gens {
@@ -129,7 +131,34 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bo
 			first = append(first, g)
 		}
 	}
-	return slices.Concat(armed, first, rotated(rest, place))
+	return slices.Concat(byTurns(armed), first, rotated(rest, place))
+}
+
+// byTurns orders gens so that the faults aimed (of their first armed
+// steps) take turns, each fault's aims in their order.
+func byTurns(gens []*rapid.Generator[[]faults.Step]) []*rapid.Generator[[]faults.Step] {
+	var order []string
+	of := map[string][]*rapid.Generator[[]faults.Step]{}
+	for _, g := range gens {
+		plan := g.Example(0)
+		name := plan[0].Fault()
+		if i := slices.IndexFunc(plan, func(s faults.Step) bool { _, ok := s.(faults.Armed); return ok }); i >= 0 {
+			name = plan[i].Fault()
+		}
+		if of[name] == nil {
+			order = append(order, name)
+		}
+		of[name] = append(of[name], g)
+	}
+	out := make([]*rapid.Generator[[]faults.Step], 0, len(gens))
+	for i := 0; len(out) < len(gens); i++ {
+		for _, name := range order {
+			if i < len(of[name]) {
+				out = append(out, of[name][i])
+			}
+		}
+	}
+	return out
 }
 
 // rarestFirst orders the aims drawn once the probe ended: those at a
@@ -294,7 +323,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 // changes (but bursts), with no fault, each until 2 s quiet (at most
 // 30 s), and returns the controller's distinct writes in the case's
 // namespace (not its leases and Events: see inject's aimed), each with
-// the user changes it followed. The user changes are each fault's first example, so that
+// the user changes it followed, and the resources it watched. The user changes are each fault's first example, so that
 // every probe makes the same ones. It returns as soon as the probe is
 // judged, before its teardown (a stateful operator's takes seconds:
 // claims and volumes); tornDown returns once that has ended.
@@ -319,7 +348,7 @@ func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown f
 		return probed{}, tornDown, err
 	}
 	p := controllerWrites(rep.Trace, rep.Namespace, plan)
-	p.known = true
+	p.known, p.watched = true, rep.watched
 	return p, tornDown, nil
 }
 

@@ -127,3 +127,25 @@ func threeReplicas(kind, name string) func(ns string) []client.Object {
 		return []client.Object{o}
 	}
 }
+
+// TestArmedAimsTakeTurns: before the probe, the armed aims' faults take
+// turns (a search's first wave reaches the first aims of each), each
+// fault's aims in the order it gives them.
+func TestArmedAimsTakeTurns(t *testing.T) {
+	spec := Spec{
+		Fixtures: threeReplicas("Widget", "web"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.APIErrors(), faults.CrashAfterWrite(),
+			faults.StaleWatch()},
+	}.withDefaults()
+	var order []string
+	for _, g := range aimsFirst(spec.aimedPlans(probed{}), nil, 0) {
+		for _, st := range g.Example(0) {
+			if _, armed := st.(faults.Armed); armed {
+				order = append(order, st.Fault())
+				break
+			}
+		}
+	}
+	require.Equal(t, []string{"APIErrors", "CrashAfterWrite", "StaleWatch", "APIErrors", "CrashAfterWrite", "StaleWatch",
+		"CrashAfterWrite", "StaleWatch"}, order)
+}

@@ -13,15 +13,16 @@ import (
 )
 
 // TestAimedSearch: the probe sees the controller's own writes (not its
-// leases or Events), and the search's odd plans aim at them: a crash
+// leases or Events) and the resources it watches, and the search's odd plans aim at them: a crash
 // after one of those writes, right before a user change; the even plans
 // are the unaimed draws of the same seed.
 func TestAimedSearch(t *testing.T) {
 	t.Parallel()
 	spec := widgetSpec(false)
 	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.CrashAfterWrite()}
-	writes, provoked, err := harness.ProbeWrites(context.Background(), env, spec)
+	writes, provoked, watched, err := harness.ProbeWrites(context.Background(), env, spec)
 	require.NoError(t, err)
+	require.Equal(t, []string{"pods", "widgets"}, watched, "its informers' watches: the widgets and the pods they own")
 	// The probe's one user change is a ScaleChange: what the controller
 	// wrote after it, it wrote after a ScaleChange.
 	require.NotEmpty(t, provoked, "writes: %v", writes)

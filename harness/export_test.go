@@ -21,11 +21,12 @@ func GoroutineStacks() []string {
 	}
 }
 
-// ProbeWrites is the search's probe of the controller's writes.
-func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, error) {
+// ProbeWrites is the search's probe of the controller's writes, and the
+// resources it watched.
+func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, []string, error) {
 	p, tornDown, err := probeWrites(ctx, env, spec)
 	tornDown()
-	return p.writes, p.provoked, err
+	return p.writes, p.provoked, p.watched, err
 }
 
 // ReplayCount is Replay with -kubeprop.replay.count=count.

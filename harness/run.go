@@ -76,6 +76,9 @@ type Report struct {
 	// Shrinking: in a search, the case ran a candidate of the shrink, not
 	// a plan drawn.
 	Shrinking bool
+	// watched are the resources an in-process controller watched: where
+	// the search's probe aims its stale views.
+	watched []string
 }
 
 // Times is where a case's wall time went: setup (namespace, nodes,
@@ -926,7 +929,7 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 		case <-time.After(max(200*time.Millisecond, time.Duration(c.checkTook.Load()))):
 		}
 	}
-	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, Unrun: c.unrun, ForeignWrites: c.ctlFaults.ForeignWrites()}
+	rep := &Report{Namespace: c.namespace, Plan: plan, Trace: tr, NoOps: c.noOps, Unrun: c.unrun, ForeignWrites: c.ctlFaults.ForeignWrites(), watched: c.ctlFaults.Watched()}
 	if len(rep.ForeignWrites) > 0 {
 		c.logf("the controller wrote into other cases' namespaces: %s", strings.Join(rep.ForeignWrites, "; "))
 	}

@@ -259,19 +259,22 @@ func (c *caseRun) CrashAfterWrites(match faults.WriteMatch, writes int) error {
 	return nil
 }
 
-func (c *caseRun) DelayWatches(delay, window time.Duration) error {
+func (c *caseRun) DelayWatches(resource string, delay, window time.Duration) error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	c.ctlFaults.DelayWatches(delay, window)
+	c.ctlFaults.DelayWatches(resource, delay, window)
 	return nil
 }
 
-func (c *caseRun) DropWatches() error {
+func (c *caseRun) DropWatches(resource string) error {
 	if err := c.errUnreachable(); err != nil {
 		return err
 	}
-	if !c.ctlFaults.DropWatches() {
+	if !c.ctlFaults.DropWatches(resource) {
+		if resource != "" {
+			return fmt.Errorf("%w: the controller has no open watch of %s", faults.ErrNoOp, resource)
+		}
 		return fmt.Errorf("%w: the controller has no open watch", faults.ErrNoOp)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -90,7 +91,10 @@ type Faults struct {
 	crashNamed func(faults.CrashAfterWriteStep)
 	watchDelay time.Duration
 	watchUntil time.Time
+	watchOf    string // the resource whose watches are delayed; "": all
 	watches    map[*delayedBody]bool
+	// watched are the resources the controller has watched.
+	watched map[string]bool
 	// foreign are the controller's writes into other cases' namespaces,
 	// "verb resource in namespace", each once.
 	foreign []string
@@ -123,7 +127,7 @@ func New(opts Options) *Faults {
 	if opts.Delivered == nil {
 		opts.Delivered = func(time.Time) {}
 	}
-	return &Faults{opts: opts, watches: map[*delayedBody]bool{}, instances: map[*Instance]bool{}, acted: make(chan struct{})}
+	return &Faults{opts: opts, watches: map[*delayedBody]bool{}, watched: map[string]bool{}, instances: map[*Instance]bool{}, acted: make(chan struct{})}
 }
 
 // noteAct closes Acted at the controller's first successful write of its
@@ -216,20 +220,23 @@ func (f *Faults) CrashAfter(match faults.WriteMatch, writes int, named func(faul
 	f.mu.Unlock()
 }
 
-// DelayWatches delays the controller's watch events by delay for window.
-func (f *Faults) DelayWatches(delay, window time.Duration) {
+// DelayWatches delays the controller's watch events of resource (all
+// when "") by delay for window.
+func (f *Faults) DelayWatches(resource string, delay, window time.Duration) {
 	f.mu.Lock()
-	f.watchDelay, f.watchUntil = delay, time.Now().Add(window)
+	f.watchDelay, f.watchUntil, f.watchOf = delay, time.Now().Add(window), resource
 	f.mu.Unlock()
 }
 
-// DropWatches cuts every open watch of the controller; it reports whether
-// there was one.
-func (f *Faults) DropWatches() bool {
+// DropWatches cuts every open watch of the controller of resource (all
+// when ""); it reports whether there was one.
+func (f *Faults) DropWatches(resource string) bool {
 	f.mu.Lock()
 	open := make([]*delayedBody, 0, len(f.watches))
 	for b := range f.watches {
-		open = append(open, b)
+		if resource == "" || b.resource == resource {
+			open = append(open, b)
+		}
 	}
 	f.mu.Unlock()
 	for _, b := range open {
@@ -373,13 +380,21 @@ func (f *Faults) SinceHeldDelivery() time.Duration {
 	return time.Since(time.Unix(0, at))
 }
 
-func (f *Faults) watchDelayNow() time.Duration {
+// watchDelayNow is the delay in force for the watches of resource.
+func (f *Faults) watchDelayNow(resource string) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if time.Now().Before(f.watchUntil) {
+	if time.Now().Before(f.watchUntil) && (f.watchOf == "" || f.watchOf == resource) {
 		return f.watchDelay
 	}
 	return 0
+}
+
+// Watched are the resources the controller has watched, sorted.
+func (f *Faults) Watched() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.watched))
 }
 
 // Client wraps the client of one in-process controller instance
@@ -495,10 +510,19 @@ func (f *Faults) WrapTransport(inst *Instance) func(http.RoundTripper) http.Roun
 			if err != nil || req.URL.Query().Get("watch") == "" || req.URL.Query().Get("watch") == "false" {
 				return resp, err
 			}
-			resp.Body = f.delayed(resp.Body, inst)
+			resp.Body = f.delayed(resp.Body, inst, watchedResource(req))
 			return resp, nil
 		})
 	}
+}
+
+// watchedResource is the resource a watch is of ("pods"), read as the
+// API server reads its path.
+func watchedResource(req *http.Request) string {
+	if info, err := requestInfos.NewRequestInfo(req); err == nil && info.IsResourceRequest {
+		return info.Resource
+	}
+	return ""
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
@@ -511,13 +535,14 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // Two goroutines per stream, receive and deliver, both end when the
 // stream ends, is cut or is closed.
 type delayedBody struct {
-	f       *Faults
-	inst    *Instance
-	src     io.ReadCloser
-	out     *io.PipeReader
-	in      *io.PipeWriter
-	cutOnce sync.Once
-	cutCh   chan struct{}
+	f        *Faults
+	inst     *Instance
+	resource string // what it watches: "pods"
+	src      io.ReadCloser
+	out      *io.PipeReader
+	in       *io.PipeWriter
+	cutOnce  sync.Once
+	cutCh    chan struct{}
 
 	mu        sync.Mutex
 	pending   []watchChunk  // received, not delivered yet
@@ -531,11 +556,14 @@ type watchChunk struct {
 	err  error // the stream's end
 }
 
-func (f *Faults) delayed(src io.ReadCloser, inst *Instance) *delayedBody {
+func (f *Faults) delayed(src io.ReadCloser, inst *Instance, resource string) *delayedBody {
 	out, in := io.Pipe()
-	b := &delayedBody{f: f, inst: inst, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	b := &delayedBody{f: f, inst: inst, resource: resource, src: src, out: out, in: in, cutCh: make(chan struct{}), arrived: make(chan struct{}, 1)}
 	f.mu.Lock()
 	f.watches[b] = true
+	if resource != "" {
+		f.watched[resource] = true
+	}
 	f.mu.Unlock()
 	go b.receive()
 	go b.deliver()
@@ -619,7 +647,7 @@ func (b *delayedBody) deliver() {
 			return
 		}
 		held := false
-		for time.Since(c.at) < b.f.watchDelayNow() || c.at.Before(b.inst.heldUntil()) {
+		for time.Since(c.at) < b.f.watchDelayNow(b.resource) || c.at.Before(b.inst.heldUntil()) {
 			held = true
 			select {
 			case <-b.cutCh:

@@ -53,7 +53,7 @@ func TestWatchDelay(t *testing.T) {
 
 	// A watch: its bytes come no sooner than the delay after they arrived,
 	// all of them and in order.
-	f.DelayWatches(300*time.Millisecond, time.Minute)
+	f.DelayWatches("", 300*time.Millisecond, time.Minute)
 	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 	start := time.Now()
 	resp, err = rt.RoundTrip(req)
@@ -65,7 +65,7 @@ func TestWatchDelay(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 
 	// The heal ends the delay, pending bytes included.
-	f.DelayWatches(time.Hour, time.Hour)
+	f.DelayWatches("", time.Hour, time.Hour)
 	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=1", nil)
 	resp, err = rt.RoundTrip(req)
 	require.NoError(t, err)
@@ -77,11 +77,49 @@ func TestWatchDelay(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 }
 
+// TestWatchDelayOfOneResource: a delay of one resource's watches holds
+// those back and lets the others through; the resources watched are
+// known by their names.
+func TestWatchDelayOfOneResource(t *testing.T) {
+	f := New(Options{Namespace: "ns"})
+	srv := watchServer(t, 0)
+	rt := f.WrapTransport(&Instance{})(http.DefaultTransport)
+	f.DelayWatches("pods", time.Hour, time.Hour)
+
+	watch := func(path string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path+"?watch=true", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	pods := watch("/api/v1/namespaces/ns/pods")
+	podsets := watch("/apis/example.com/v1/namespaces/ns/podsets")
+	body, err := io.ReadAll(podsets.Body)
+	require.NoError(t, err)
+	require.Equal(t, "first\nsecond\n", string(body), "another resource's watch comes on time")
+	require.Equal(t, []string{"pods", "podsets"}, f.Watched())
+
+	read := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(pods.Body)
+		read <- string(b)
+	}()
+	select {
+	case b := <-read:
+		t.Fatalf("the pods' watch came through its delay: %q", b)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.False(t, f.DropWatches("services"), "no watch of services is open")
+	require.True(t, f.DropWatches("pods"))
+	require.Empty(t, <-read, "a cut watch ends with what it held back")
+}
+
 func TestWatchDrop(t *testing.T) {
 	f := New(Options{Namespace: "ns"})
 	srv := watchServer(t, time.Minute)
 	rt := f.WrapTransport(&Instance{})(http.DefaultTransport)
-	require.False(t, f.DropWatches(), "no watch is open yet")
+	require.False(t, f.DropWatches(""), "no watch is open yet")
 
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/pods?watch=true", nil)
 	resp, err := rt.RoundTrip(req)
@@ -91,11 +129,11 @@ func TestWatchDrop(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "first\n", string(first))
 
-	require.True(t, f.DropWatches())
+	require.True(t, f.DropWatches(""))
 	_, err = io.ReadAll(resp.Body)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "a cut watch ends like a dropped connection")
 	require.NoError(t, resp.Body.Close())
-	require.False(t, f.DropWatches(), "a cut watch is forgotten")
+	require.False(t, f.DropWatches(""), "a cut watch is forgotten")
 }
 
 // TestWriteOf: the writes the HTTP-level fault injection sees, read as
@@ -287,11 +325,11 @@ func TestWatchStreamsLeaveNothingBehind(t *testing.T) {
 	body = open()
 	_, err = io.ReadFull(body, make([]byte, 6))
 	require.NoError(t, err)
-	require.True(t, f.DropWatches())
+	require.True(t, f.DropWatches(""))
 	require.NoError(t, body.Close())
 
 	// Closed while its events are held back.
-	f.DelayWatches(time.Hour, time.Hour)
+	f.DelayWatches("", time.Hour, time.Hour)
 	body = open()
 	time.Sleep(200 * time.Millisecond) // both lines arrive and are held
 	require.NoError(t, body.Close())
