@@ -15,8 +15,11 @@ import (
 // garbage collector removes its children); without, the create follows as
 // soon as the API server frees the name, while the old object's children
 // are still being collected. An object whose deletion does not end within
-// the harness's bound (three settle caps: a finalizer that nobody removes)
-// is left deleting, not created again, and the case's timeline says so.
+// the harness's bound (three settle caps: a fault keeps the controller
+// from removing its finalizer) is created again once the faults heal, and
+// the user changes after the step wait for it: a user's commands run one
+// after another. One still held then (a finalizer that nobody removes) is
+// left deleting, and the case's timeline says so.
 type RecreateStep struct {
 	Object int  `json:"object"`
 	Settle bool `json:"settle,omitempty"`

@@ -325,7 +325,13 @@ func TestRecreateOfAnUndeletableFixture(t *testing.T) {
 // that change, and a case without it ends with no object at all (a false
 // alarm of matches-reference on the correct Database operator, [APIErrors
 // {Error: Conflict, Requests: 30, Verb: update, Resource: databases}
-// Recreate{Object: 0}]).
+// Recreate{Object: 0}]). A user change after the Recreate waits for it:
+// made before it, it would act on the old object (a false alarm of
+// matches-reference on the correct Database operator: a claim grown
+// while its clean-up was refused, then deleted by it, [APIErrors{Error:
+// InternalError, Requests: 30, Verb: delete, Resource:
+// persistentvolumeclaims} Recreate{Object: 0, Settle: true} VolumeGrowth
+// {Claim: 7, ByGi: 2}]).
 func TestRecreateHeldUntilTheHeal(t *testing.T) {
 	t.Parallel()
 	spec := widgetSpec(false)
@@ -357,19 +363,28 @@ func TestRecreateHeldUntilTheHeal(t *testing.T) {
 	})
 	spec.Ready = func(properties.State) error { return nil }
 	// The judging waits until the trace has seen the new Widget.
-	spec.Properties = []properties.Property{properties.Converges("widget-made-again", func(st properties.State) error {
-		if w := st.Get("Widget", "web"); w == nil || w.GetDeletionTimestamp() != nil {
+	spec.Properties = []properties.Property{properties.Converges("widget-made-again-and-scaled", func(st properties.State) error {
+		w := st.Get("Widget", "web")
+		if w == nil || w.GetDeletionTimestamp() != nil {
 			return fmt.Errorf("no live Widget web")
+		}
+		if n, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas"); n != 3 {
+			return fmt.Errorf("Widget web has %d replicas", n)
 		}
 		return nil
 	}, 20*time.Second)}
 	spec.SettleCap = time.Second
+	scale := faults.ScaleChangeStep{Field: "spec.replicas", Value: 3}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{
-		faults.APIErrorsStep{Error: faults.Conflict, Requests: 1000, Verb: "update", Resource: "widgets"}, faults.RecreateStep{}})
+		faults.APIErrorsStep{Error: faults.Conflict, Requests: 1000, Verb: "update", Resource: "widgets"}, faults.RecreateStep{}, scale})
 	require.NoError(t, err)
 	timeline := strings.Join(rep.Timeline, "\n")
 	require.Contains(t, timeline, "Recreate: web was still being deleted 3s after its deletion (finalizers [test.kubeprop.dev/cleanup]): not created again yet")
-	require.Contains(t, timeline, "Recreate: web created again after the heal")
+	waits := strings.Index(timeline, "step "+faults.Format(scale)+": after the Recreate not done yet; made once it is")
+	madeAgain := strings.Index(timeline, "Recreate: web created again after the heal")
+	made := strings.LastIndex(timeline, "step "+faults.Format(scale)+"\n")
+	require.True(t, waits >= 0 && madeAgain > waits && made > madeAgain, "the scale change waits for the Recreate, then is made:\n%s", timeline)
+	require.Empty(t, rep.NoOps, timeline)
 	require.False(t, rep.Failed(), "failures: %+v\n%s", rep.Failures, timeline)
 }
 

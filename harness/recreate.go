@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kubeprop/kubeprop/faults"
 )
 
 // recreateWaits is how many settle caps a Recreate waits for the old
@@ -136,6 +138,7 @@ func (c *caseRun) fixtureIndex(obj client.Object) int {
 // controller's finalizer removal) is created again once the faults heal,
 // as a user waits for the name (finishRecreates): the reference run made
 // that change, and without it the case would end with no object at all.
+// The user changes after it wait for it (caseRun.waiting).
 func (c *caseRun) RecreateFixture(ctx context.Context, i int, settle bool) error {
 	old := c.fixtures[i]
 	if err := c.userClient.Delete(ctx, old.DeepCopyObject().(client.Object)); err != nil && !apierrors.IsNotFound(err) {
@@ -184,6 +187,27 @@ func (c *caseRun) awaitGone(ctx context.Context, old client.Object) (bool, error
 		return false, nil
 	}
 	return true, nil
+}
+
+// finishUserChanges makes, once the faults healed, what the user had
+// left to do: the Recreates not done (finishRecreates), then the user
+// changes that came after one (caseRun.waiting), in order. Those left
+// when a property fails for good are not run.
+func (c *caseRun) finishUserChanges(ctx context.Context, plan []faults.Step) error {
+	for {
+		if err := c.finishRecreates(ctx); err != nil {
+			return err
+		}
+		if len(c.waiting) == 0 {
+			return nil
+		}
+		i := c.waiting[0]
+		c.waiting = c.waiting[1:]
+		decided, err := c.applyStep(ctx, i, plan[i])
+		if err != nil || decided {
+			return err
+		}
+	}
 }
 
 // finishRecreates creates again, once the faults healed, the fixtures a

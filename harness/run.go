@@ -144,7 +144,10 @@ type caseRun struct {
 	desired   desiredStates // of the fixtures, for Recreate
 	// unmade are the fixtures a Recreate deleted but could not create
 	// again while the faults went on (see finishRecreates).
-	unmade      []int
+	unmade []int
+	// waiting are the indices in the plan of the user changes after an
+	// unmade Recreate: made after it, in order (see finishUserChanges).
+	waiting     []int
 	recorder    *record.Recorder
 	audit       *record.AuditReader
 	faultClient client.Client
@@ -329,47 +332,19 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 			c.unrun = append(c.unrun, i)
 			continue
 		}
-		c.step = i
-		c.armedRan = c.armedRan || faults.IsArmed(step)
+		if len(c.unmade) > 0 && faults.IsUserChange(step) {
+			// The user's commands run in order: the change is the
+			// reference run's after the Recreate's create, and made
+			// before it, it would act on the old incarnation's objects.
+			c.waiting = append(c.waiting, i)
+			c.logf("step %s: after the Recreate not done yet; made once it is", faults.Format(step))
+			times.Steps = append(times.Steps, 0)
+			continue
+		}
 		at := time.Now()
-		c.recorder.Event(stepEvent(step, at))
-		var err error
-		if slices.Contains(c.skip, i) {
-			err = fmt.Errorf("%w: the reference run could not make it", faults.ErrNoOp)
-		} else {
-			err = step.Apply(ctx, c)
-		}
-		switch {
-		case errors.Is(err, errDecided):
-			decided = true
-			c.logf("step %s", faults.Format(step))
-		case errors.Is(err, faults.ErrNoOp):
-			c.noOps = append(c.noOps, i)
-			c.logf("step %s: %v", faults.Format(step), err)
-		case err != nil:
-			return nil, fmt.Errorf("applying %s: %w", faults.Format(step), err)
-		default:
-			c.logf("step %s", faults.Format(step))
-			// An armed step waits for what comes next (its window may
-			// span the next step); any other acts now.
-			if !faults.IsArmed(step) {
-				c.recorder.Acted()
-			}
-		}
-		if !decided {
-			err := c.Settle(ctx)
-			decided = errors.Is(err, errDecided)
-			if err != nil && !decided {
-				return nil, err
-			}
-		}
-		if err := c.takeCrashErr(); err != nil {
+		decided, err = c.applyStep(ctx, i, step)
+		if err != nil {
 			return nil, err
-		}
-		if decided {
-			c.logf("a property failed: %s", c.failedSoFar())
-		} else {
-			c.logf("settled")
 		}
 		times.Steps = append(times.Steps, time.Since(at))
 		c.lastStepAt = at
@@ -390,10 +365,12 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	}
 	// A case already failed is judged as it is: no name to wait for.
 	if !c.failedInSteps {
-		if err := c.finishRecreates(ctx); err != nil {
+		if err := c.finishUserChanges(ctx, plan); err != nil {
 			return nil, err
 		}
 	}
+	c.unrun = append(c.unrun, c.waiting...)
+	slices.Sort(c.unrun)
 	c.recorder.Heal(time.Now())
 	c.logf("healed: faults stop")
 	rep, err = c.judge(ctx, c.namedPlan(plan))
@@ -405,6 +382,53 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 		judged(rep)
 	}
 	return rep, err
+}
+
+// applyStep applies the plan's i-th step and settles; decided is set
+// when a property failed for good.
+func (c *caseRun) applyStep(ctx context.Context, i int, step faults.Step) (decided bool, _ error) {
+	c.step = i
+	c.armedRan = c.armedRan || faults.IsArmed(step)
+	c.recorder.Event(stepEvent(step, time.Now()))
+	var err error
+	if slices.Contains(c.skip, i) {
+		err = fmt.Errorf("%w: the reference run could not make it", faults.ErrNoOp)
+	} else {
+		err = step.Apply(ctx, c)
+	}
+	switch {
+	case errors.Is(err, errDecided):
+		decided = true
+		c.logf("step %s", faults.Format(step))
+	case errors.Is(err, faults.ErrNoOp):
+		c.noOps = append(c.noOps, i)
+		c.logf("step %s: %v", faults.Format(step), err)
+	case err != nil:
+		return false, fmt.Errorf("applying %s: %w", faults.Format(step), err)
+	default:
+		c.logf("step %s", faults.Format(step))
+		// An armed step waits for what comes next (its window may
+		// span the next step); any other acts now.
+		if !faults.IsArmed(step) {
+			c.recorder.Acted()
+		}
+	}
+	if !decided {
+		err := c.Settle(ctx)
+		decided = errors.Is(err, errDecided)
+		if err != nil && !decided {
+			return false, err
+		}
+	}
+	if err := c.takeCrashErr(); err != nil {
+		return false, err
+	}
+	if decided {
+		c.logf("a property failed: %s", c.failedSoFar())
+	} else {
+		c.logf("settled")
+	}
+	return decided, nil
 }
 
 // namedPlan is the plan with the steps named as they acted.
