@@ -850,9 +850,18 @@ const (
 // reproduceReplays is how many times asOften replays a plan.
 const reproduceReplays = 3
 
+// fewerToWalkBack is how many replays fewer than the plan drawn's a kept
+// plan must reproduce in to be given up: a plan that failed in 2 replays
+// of 3 and one that failed in 3 of 3 cannot be told apart by so few (and
+// the kept one failed twice more, in its candidate run and its confirming
+// run), but 1 of 3 against 3 of 3 says the step dropped made the bug's
+// timing likely.
+const fewerToWalkBack = 2
+
 // asOften returns the last of the plans kept (confirmed, each smaller than
 // the one before, from the plan drawn) that reproduces property at least
-// as often as the plan drawn, over reproduceReplays replays of each, and
+// as often as the plan drawn, over reproduceReplays replays of each (to
+// within one replay: fewerToWalkBack), and
 // when it was found: a step dropped may have been what made the bug's
 // timing likely, so that the smaller plan fails less reliably, and a
 // scenario is worth what it reproduces. The plan drawn is replayed only
@@ -875,7 +884,7 @@ func (s *searcher) asOften(kept []*keptPlan, property string) (*Report, time.Tim
 	s.mu.Lock()
 	s.shrinkStats.DrawnReproduced = drawn
 	s.mu.Unlock()
-	for last > 0 && shrunk < drawn {
+	for last > 0 && shrunk <= drawn-fewerToWalkBack {
 		last--
 		shrunk = drawn
 		if last > 0 {
