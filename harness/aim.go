@@ -120,10 +120,7 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bo
 	var armed, first, rest []*rapid.Generator[[]faults.Step]
 	for _, g := range gens {
 		switch {
-		case slices.ContainsFunc(g.Example(0), func(s faults.Step) bool {
-			_, ok := s.(faults.Armed)
-			return ok
-		}):
+		case slices.ContainsFunc(g.Example(0), faults.IsArmed):
 			armed = append(armed, g)
 		case needNoWrite[aimKey(g)]:
 			rest = append(rest, g)
@@ -142,7 +139,7 @@ func byTurns(gens []*rapid.Generator[[]faults.Step]) []*rapid.Generator[[]faults
 	for _, g := range gens {
 		plan := g.Example(0)
 		name := plan[0].Fault()
-		if i := slices.IndexFunc(plan, func(s faults.Step) bool { _, ok := s.(faults.Armed); return ok }); i >= 0 {
+		if i := slices.IndexFunc(plan, faults.IsArmed); i >= 0 {
 			name = plan[i].Fault()
 		}
 		if of[name] == nil {

@@ -139,12 +139,8 @@ func TestArmedAimsTakeTurns(t *testing.T) {
 	}.withDefaults()
 	var order []string
 	for _, g := range aimsFirst(spec.aimedPlans(probed{}), nil, 0) {
-		for _, st := range g.Example(0) {
-			if _, armed := st.(faults.Armed); armed {
-				order = append(order, st.Fault())
-				break
-			}
-		}
+		plan := g.Example(0)
+		order = append(order, plan[slices.IndexFunc(plan, faults.IsArmed)].Fault())
 	}
 	require.Equal(t, []string{"APIErrors", "CrashAfterWrite", "StaleWatch", "APIErrors", "CrashAfterWrite", "StaleWatch",
 		"CrashAfterWrite", "StaleWatch"}, order)
