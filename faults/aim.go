@@ -29,6 +29,14 @@ type LooksBack interface {
 	LooksBack() bool
 }
 
+// ActsOnNext is a step whose effect is on the user change right after
+// it: a crash after the first write of any kind falls in the reconcile
+// that change provokes, right after its first write.
+type ActsOnNext interface {
+	Step
+	ActsOnNext() bool
+}
+
 // AimedPlans are a plan generator per aim of the faults in fs that are
 // Aimers: the aimed step, then one of the user changes of fs (drawn as
 // they draw them, at the edges of their values one time in two; for a
@@ -40,9 +48,10 @@ type LooksBack interface {
 // it left (a Recreate after a node loss replaces the pods the loss left
 // terminating): its change after is drawn one time in two. An aim
 // whose steps look back (LooksBack) has a plan per user change instead,
-// that change right before it. An aim that is a user change itself (a
-// burst) ends its plan: a change after it would make the controller look
-// again, and undo what the burst left. A plan of an aim with no user
+// that change right before it; an aim whose step acts on the next change
+// (ActsOnNext), a plan per user change right after it. An aim that is a
+// user change itself (a burst) ends its plan: a change after it would
+// make the controller look again, and undo what the burst left. A plan of an aim with no user
 // change among fs is the step alone. Within maxSteps. None when no fault
 // of fs aims anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
@@ -65,6 +74,12 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 			if lb, ok := example.(LooksBack); ok && lb.LooksBack() && len(changes) > 0 && maxSteps >= 2 {
 				for _, before := range changes {
 					out = append(out, intoPlan(before, aim, changes, maxSteps))
+				}
+				continue
+			}
+			if on, ok := example.(ActsOnNext); ok && on.ActsOnNext() && len(changes) > 0 && maxSteps >= 2 {
+				for _, after := range changes {
+					out = append(out, aimedPlan(aim, nil, []*rapid.Generator[Step]{after}, false, maxSteps))
 				}
 				continue
 			}

@@ -139,11 +139,12 @@ func TestAimedPlans(t *testing.T) {
 		Writes: []WriteMatch{{Verb: "update", Resource: "podsets/status"}}, WritesKnown: true}, 5), "it creates nothing: nothing to lose or delete")
 
 	// Not known: errors answered to every write (a conflict, and one of
-	// the others), a crash after any of the first writes, and the aims at
-	// what it may make.
+	// the others), a crash after the first write before each user change,
+	// and the aims at what it may make.
 	unknown := AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}}, 5)
-	require.Len(t, unknown, 17, "the 8 that need no write, APIErrors 2, CrashAfterWrite 3, CrashLoop, NodeLoss, ChildDelete, the pods' watch late")
+	require.Len(t, unknown, 17, "the 8 that need no write, APIErrors 2, CrashAfterWrite 3 (before ScaleChange, Burst, Recreate), CrashLoop, NodeLoss, ChildDelete, the pods' watch late")
 	atWrites := map[string]bool{}
+	var crashedBefore []string
 	for _, gen := range unknown {
 		for seed := range 20 {
 			plan := gen.Example(seed)
@@ -155,12 +156,16 @@ func TestAimedPlans(t *testing.T) {
 					atWrites[s.Fault()+map[bool]string{true: " conflict", false: ""}[s.Error == Conflict]] = true
 				case CrashAfterWriteStep:
 					atWrites[fmt.Sprintf("%s after %d", s.Fault(), s.Writes)] = true
+					if seed == 0 {
+						crashedBefore = append(crashedBefore, plan[1].Fault())
+					}
+					require.Equal(t, crashedBefore[len(crashedBefore)-1], plan[1].Fault(), "an aim's change is the same in every draw")
 				}
 			}
 		}
 	}
-	require.Equal(t, map[string]bool{"APIErrors": true, "APIErrors conflict": true,
-		"CrashAfterWrite after 1": true, "CrashAfterWrite after 2": true, "CrashAfterWrite after 3": true}, atWrites)
+	require.Equal(t, map[string]bool{"APIErrors": true, "APIErrors conflict": true, "CrashAfterWrite after 1": true}, atWrites)
+	require.Equal(t, []string{"ScaleChange", "Burst", "Recreate"}, crashedBefore, "the first write after each change")
 	// Of the resources it watched, each late while the others come on
 	// time; one alone is every watch.
 	lateOf := func(c Config) (out []string) {

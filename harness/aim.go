@@ -128,24 +128,30 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bo
 			first = append(first, g)
 		}
 	}
-	return slices.Concat(byTurns(armed), first, rotated(rest, place))
+	return slices.Concat(byTurns(armed, nil, nil), first, rotated(rest, place))
 }
 
-// byTurns orders gens so that the faults aimed (of their first armed
-// steps) take turns, each fault's aims in their order.
-func byTurns(gens []*rapid.Generator[[]faults.Step]) []*rapid.Generator[[]faults.Step] {
+// byTurns orders gens so that the faults they aim (aimedFault) take
+// turns, each fault's aims in their order, those of a higher rank (nil:
+// none) first; the faults tried fewer times so far (tried, by name)
+// first, then in the order they come in gens.
+func byTurns(gens []*rapid.Generator[[]faults.Step], tried map[string]int, rank func([]faults.Step) int) []*rapid.Generator[[]faults.Step] {
 	var order []string
 	of := map[string][]*rapid.Generator[[]faults.Step]{}
 	for _, g := range gens {
-		plan := g.Example(0)
-		name := plan[0].Fault()
-		if i := slices.IndexFunc(plan, faults.IsArmed); i >= 0 {
-			name = plan[i].Fault()
-		}
+		name := aimedFault(g.Example(0))
 		if of[name] == nil {
 			order = append(order, name)
 		}
 		of[name] = append(of[name], g)
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(tried[a], tried[b]) })
+	if rank != nil {
+		for _, name := range order {
+			slices.SortStableFunc(of[name], func(a, b *rapid.Generator[[]faults.Step]) int {
+				return cmp.Compare(rank(b.Example(0)), rank(a.Example(0)))
+			})
+		}
 	}
 	out := make([]*rapid.Generator[[]faults.Step], 0, len(gens))
 	for i := 0; len(out) < len(gens); i++ {
@@ -158,17 +164,35 @@ func byTurns(gens []*rapid.Generator[[]faults.Step]) []*rapid.Generator[[]faults
 	return out
 }
 
+// aimedFault names the fault an aimed plan is aimed at: its first armed
+// step's, else its first step's that is not a user change (a restart into
+// the change before it), else its last step's (a burst ends its plan).
+func aimedFault(plan []faults.Step) string {
+	if i := slices.IndexFunc(plan, faults.IsArmed); i >= 0 {
+		return plan[i].Fault()
+	}
+	if i := slices.IndexFunc(plan, func(st faults.Step) bool { return !faults.IsUserChange(st) }); i >= 0 {
+		return plan[i].Fault()
+	}
+	return plan[len(plan)-1].Fault()
+}
+
 // rarestFirst orders the aims drawn once the probe ended: those at a
 // write (faults.AimedAtWrite) by how many user changes provoked it in the
 // probe, the setup counted as one, fewest first, taking turns with the
-// rest (each kind from place on, round). A write every change provokes (a
-// status update) or the setup makes (what a re-create makes again) is on
-// the way of many plans, unaimed ones too; one that a single change
-// provokes (a claim resized after a storage change) is on a path only
-// that change opens, and only an aim there reaches it often. The turns
-// keep the aims that need no write (a restart into a re-create, a burst)
-// from waiting behind every write.
-func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64) []*rapid.Generator[[]faults.Step] {
+// rest. A write every change provokes (a status update) or the setup
+// makes (what a re-create makes again) is on the way of many plans,
+// unaimed ones too; one that a single change provokes (a claim resized
+// after a storage change) is on a path only that change opens, and only
+// an aim there reaches it often. The turns keep the aims that need no
+// write (a restart into a re-create, a burst) from waiting behind every
+// write. Of the rest, the faults tried fewer times in the plans drawn
+// before the probe (tried, by name) come first, taking turns, and a view
+// into a change (faults.LooksBack) into the change that provoked the most
+// distinct writes first: the more the controller does in a step, the
+// more states half-way through it a view can show. Each kind from place
+// on, round.
+func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, tried map[string]int, place uint64) []*rapid.Generator[[]faults.Step] {
 	var atWrites, rest []*rapid.Generator[[]faults.Step]
 	provokers := map[*rapid.Generator[[]faults.Step]]int{}
 	for _, g := range gens {
@@ -189,7 +213,13 @@ func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64)
 	}
 	atWrites = rotated(atWrites, place)
 	slices.SortStableFunc(atWrites, func(a, b *rapid.Generator[[]faults.Step]) int { return cmp.Compare(provokers[a], provokers[b]) })
-	rest = rotated(rest, place)
+	provoked := map[string]int{} // distinct writes, by the change that provoked them
+	for _, names := range p.provoked {
+		for _, name := range names {
+			provoked[name]++
+		}
+	}
+	rest = byTurns(rotated(rest, place), tried, func(plan []faults.Step) int { return provoked[lookedBackAt(plan)] })
 	out := make([]*rapid.Generator[[]faults.Step], 0, len(gens))
 	for i := range max(len(atWrites), len(rest)) {
 		if i < len(atWrites) {
@@ -200,6 +230,17 @@ func rarestFirst(gens []*rapid.Generator[[]faults.Step], p probed, place uint64)
 		}
 	}
 	return out
+}
+
+// lookedBackAt is the fault of the step a plan's first step that looks
+// back (faults.LooksBack) looks into; "" when none does.
+func lookedBackAt(plan []faults.Step) string {
+	for i, st := range plan {
+		if lb, ok := st.(faults.LooksBack); ok && lb.LooksBack() && i > 0 {
+			return plan[i-1].Fault()
+		}
+	}
+	return ""
 }
 
 // writeAimedAt is the write plan's first step aimed at a write is aimed
@@ -294,12 +335,13 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		noWrite[aimKey(g)] = true
 	}
 	now := joinedAims(aimsFirst(unknown, noWrite, seed), early, maxSteps, random)
-	taken := map[string]bool{}
+	taken, tried := map[string]bool{}, map[string]int{}
 	for j := range early {
 		plan, aims := now(j, ss[2*j+1])
 		ps.plans[2*j+1] = plan
 		for _, g := range aims {
 			taken[aimKey(g)] = true
+			tried[aimedFault(g.Example(0))]++
 		}
 	}
 	s.startCase(func() {
@@ -310,7 +352,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 				rest = append(rest, g)
 			}
 		}
-		fillAimed(joinedAims(rarestFirst(rest, p, seed), odd-early, maxSteps, random), early)
+		fillAimed(joinedAims(rarestFirst(rest, p, tried, seed), odd-early, maxSteps, random), early)
 		tornDown() // in the probe's slot
 	})
 	return ps

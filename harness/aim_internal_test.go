@@ -100,7 +100,7 @@ func TestRarestFirst(t *testing.T) {
 		setup:    map[faults.WriteMatch]bool{status: true, config: true}}
 	gens := spec.aimedPlans(p)
 	for _, place := range []uint64{0, 1, 2, 5} {
-		ordered := rarestFirst(gens, p, place)
+		ordered := rarestFirst(gens, p, nil, place)
 		require.Len(t, ordered, len(gens), "every aim once")
 		var writes []faults.WriteMatch
 		for i, g := range ordered {
@@ -134,14 +134,53 @@ func threeReplicas(kind, name string) func(ns string) []client.Object {
 func TestArmedAimsTakeTurns(t *testing.T) {
 	spec := Spec{
 		Fixtures: threeReplicas("Widget", "web"),
-		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.APIErrors(), faults.CrashAfterWrite(),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors(), faults.CrashAfterWrite(),
 			faults.StaleWatch()},
 	}.withDefaults()
-	var order []string
+	var order, crashedBefore []string
 	for _, g := range aimsFirst(spec.aimedPlans(probed{}), nil, 0) {
 		plan := g.Example(0)
-		order = append(order, plan[slices.IndexFunc(plan, faults.IsArmed)].Fault())
+		armed := slices.IndexFunc(plan, faults.IsArmed)
+		order = append(order, plan[armed].Fault())
+		if plan[armed].Fault() == "CrashAfterWrite" {
+			crashedBefore = append(crashedBefore, plan[armed+1].Fault())
+		}
 	}
 	require.Equal(t, []string{"APIErrors", "CrashAfterWrite", "StaleWatch", "APIErrors", "CrashAfterWrite", "StaleWatch",
-		"CrashAfterWrite", "StaleWatch"}, order)
+		"StaleWatch"}, order)
+	require.Equal(t, []string{"ScaleChange", "Recreate"}, crashedBefore, "a crash after the first write of each change")
+}
+
+// TestViewsIntoTheBusiestChangeFirst: once the probe ended, of the aims
+// that need no write, the faults not tried yet take the first turns, and
+// a restart's view is into the change that provoked the most distinct
+// writes first.
+func TestViewsIntoTheBusiestChangeFirst(t *testing.T) {
+	spec := Spec{
+		Fixtures: threeReplicas("Database", "db"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.Burst(),
+			faults.ControllerRestart()},
+	}.withDefaults()
+	status := faults.WriteMatch{Verb: "update", Resource: "databases/status"}
+	config := faults.WriteMatch{Verb: "create", Resource: "configmaps"}
+	claims := faults.WriteMatch{Verb: "delete", Resource: "persistentvolumeclaims"}
+	p := probed{known: true, writes: faults.SortWrites([]faults.WriteMatch{status, config, claims}),
+		provoked: map[faults.WriteMatch][]string{status: {"Recreate", "ScaleChange"}, config: {"Recreate"}, claims: {"Recreate"}}}
+	gens := spec.aimedPlans(p)
+	for _, place := range []uint64{0, 1, 2, 3, 4, 5} {
+		var restarts []string
+		for _, g := range rarestFirst(gens, p, map[string]int{"Burst": 1}, place) {
+			plan := g.Example(0)
+			if len(restarts) == 0 {
+				require.Equal(t, "ControllerRestart", aimedFault(plan), "place %d: the burst was tried before: %s", place, aimKey(g))
+			}
+			if aimedFault(plan) == "ControllerRestart" {
+				restarts = append(restarts, lookedBackAt(plan))
+			}
+		}
+		require.Equal(t, "Recreate", restarts[0], "place %d: into the change of 3 writes first: %v", place, restarts)
+		require.Contains(t, restarts, "ScaleChange", "place %d", place)
+		first := aimedFault(rarestFirst(gens, p, map[string]int{"ControllerRestart": 1}, place)[0].Example(0))
+		require.NotEqual(t, "ControllerRestart", first, "place %d: the restart was tried before", place)
+	}
 }
