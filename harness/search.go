@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -287,6 +288,16 @@ func (st ShrinkStats) String() string {
 		st.reproduced()
 }
 
+// rate is the expect.rate of the scenario of a shrunk plan that failed in
+// some of its replays but not all (1 of 3: 0.33, rounded down), so that a
+// replay judges it by how often it reproduced; 0 (every replay) else.
+func (st ShrinkStats) rate() float64 {
+	if st.Replays == 0 || st.Reproduced <= 0 || st.Reproduced >= st.Replays {
+		return 0
+	}
+	return math.Floor(100*float64(st.Reproduced)/float64(st.Replays)) / 100
+}
+
 func (st ShrinkStats) reproduced() string {
 	if st.Replays == 0 {
 		return ""
@@ -368,7 +379,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	s.mu.Unlock()
 	finding.Shrink.Took = shrunk.Sub(failedAt)
 	finding.Scenario = filepath.Join(opts.Dir, fmt.Sprintf("%s-%d.yaml", f.Property, len(last.Plan)))
-	if err := last.SaveScenario(finding.Scenario, name); err != nil {
+	if err := last.saveScenario(finding.Scenario, name, finding.Shrink.rate()); err != nil {
 		return finding, err
 	}
 	finding.Page = strings.TrimSuffix(finding.Scenario, ".yaml") + ".html"

@@ -174,20 +174,22 @@ func TestShrinkReproducesAsOften(t *testing.T) {
 		// back: the steps given up.
 		drawn, back int
 		stats       string
+		// rate: the saved scenario's expect.rate (0: every replay).
+		rate float64
 	}{
-		{"every time", func([]faults.Step, int) bool { return true }, scalePlan(0), -1, 0, "; reproduced in 3 of 3 replays"},
+		{"every time", func([]faults.Step, int) bool { return true }, scalePlan(0), -1, 0, "; reproduced in 3 of 3 replays", 0},
 		// The step alone (kept: it failed twice) then in 1 replay of 3;
 		// the plan drawn, kept before it, in every one.
 		{"less often", func(plan []faults.Step, run int) bool { return len(plan) > 1 || run == 3 }, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)}, 3, 1,
-			"; reproduced in 3 of 3 replays, the plan drawn in 3; 1 shrink steps given up for reproducing less often"},
+			"; reproduced in 3 of 3 replays, the plan drawn in 3; 1 shrink steps given up for reproducing less often", 0},
 		// The step alone in 2 replays of 3 (runs 3 and 4), the plan
 		// drawn in 3: one replay fewer cannot be told apart, kept.
 		{"one replay fewer", func(plan []faults.Step, run int) bool { return len(plan) == 1 && run <= 4 || len(plan) > 1 }, scalePlan(0), 3, 0,
-			"; reproduced in 2 of 3 replays, the plan drawn in 3; 0 shrink steps given up for reproducing less often"},
+			"; reproduced in 2 of 3 replays, the plan drawn in 3; 0 shrink steps given up for reproducing less often", 0.66},
 		// The step alone in 2 replays of 3 (runs 3 and 4), the plan
 		// drawn in 2 too (its runs 2 and 3): as often, kept.
 		{"as often", func(plan []faults.Step, run int) bool { return len(plan) == 1 && run <= 4 || len(plan) > 1 && run == 3 }, scalePlan(0), 2, 0,
-			"; reproduced in 2 of 3 replays, the plan drawn in 2; 0 shrink steps given up for reproducing less often"},
+			"; reproduced in 2 of 3 replays, the plan drawn in 2; 0 shrink steps given up for reproducing less often", 0.66},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &searcher{opts: SearchOptions{Parallel: 8}, runs: map[string]int{}}
@@ -209,6 +211,7 @@ func TestShrinkReproducesAsOften(t *testing.T) {
 			require.Equal(t, c.drawn, st.DrawnReproduced, "%s", st)
 			require.Equal(t, c.back, st.WalkedBack, "%s", st)
 			require.True(t, strings.HasSuffix(st.String(), c.stats), "%s", st)
+			require.Equal(t, c.rate, st.rate(), "the scenario's expect.rate: %s", st)
 		})
 	}
 }

@@ -206,14 +206,29 @@ func TestRunAndReplay(t *testing.T) {
 	require.NotContains(t, string(text), out)
 	require.NotContains(t, string(text), "/tmp/")
 	scenarios[0] = moved
+	// A shrunk plan that failed in some of the shrink's replays only
+	// states that rate, and its replays are judged by it: under load, the
+	// search may keep one (three short error windows reproduced 1 of 3).
+	saved, err := scenario.Read(scenarios[0])
+	require.NoError(t, err)
 	code, stdout, _ = kubeprop(t, "replay", "--junit", report, "--count", "2", scenarios[0], readme)
 	require.Equal(t, exitFailed, code)
-	require.Equal(t, 2, strings.Count(stdout, "FAIL bounded-backoff: "))
-	require.Equal(t, 2, strings.Count(stdout, "failed in 2 of 2 replays"))
-	require.Equal(t, 2, strings.Count(stdout, "reproduced 2 of 2, as the scenario expects (at least 2)"))
-	require.Regexp(t, `(?m)^2 scenarios, 2 failures, .*\n$`, stdout)
+	require.Contains(t, stdout, "  failed in 2 of 2 replays\n  reproduced 2 of 2, as the scenario expects (at least 2)\n"+
+		"  plan:     [APIErrors{Error: InternalError, Requests: 30}", "the README's scenario")
+	if saved.Expect.Rate == 0 {
+		require.Equal(t, 2, strings.Count(stdout, "reproduced 2 of 2, as the scenario expects (at least 2)"), stdout)
+		require.Regexp(t, `(?m)^2 scenarios, 2 failures, .*\n$`, stdout)
+	} else {
+		require.True(t, saved.Expect.Rate > 0 && saved.Expect.Rate < 1, "rate %v", saved.Expect.Rate)
+		verdicts := regexp.MustCompile(`reproduced \d of 2.*at least \d|the scenario expected bounded-backoff to fail`).FindAllString(stdout, -1)
+		require.Len(t, verdicts, 2, stdout)
+		if !strings.Contains(verdicts[0], "expected bounded-backoff to fail") {
+			require.Contains(t, verdicts[0], fmt.Sprintf("at least %d", saved.Expect.Needed(2)), "judged by its rate %v", saved.Expect.Rate)
+		}
+		require.Regexp(t, `(?m)^2 scenarios, [12] failures, .*\n$`, stdout)
+	}
 	suites = readJUnit(t, report)
-	require.Equal(t, 2, suites.Suites[0].Failures)
+	require.GreaterOrEqual(t, suites.Suites[0].Failures, 1)
 	require.Equal(t, readme, suites.Suites[0].Cases[1].Name)
 	require.Contains(t, suites.Suites[0].Cases[1].Failure.Text, "replay:   kubeprop replay "+readme)
 	require.Contains(t, suites.Suites[0].Cases[1].Failure.Text, "plan:     [APIErrors{")
