@@ -25,7 +25,8 @@ import (
 // writes), at its view (a stale watch), at what the controller may make,
 // then at what needs no write, and start with the unaimed plans; the
 // rest, drawn once the probe ended, aim at each write it saw (the writes
-// the fewest user changes provoke first) and at the aims not taken yet.
+// the fewest user changes provoke first) and at the aims not taken yet
+// (the faults not tried yet first).
 // A probe that fails leaves them the aims not taken.
 // The even plans are drawn as before (faults.Plan), so a seed draws the
 // same plans whatever Parallel is, as long as the controller's distinct
