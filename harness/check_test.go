@@ -243,6 +243,11 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	require.Contains(t, out, fmt.Sprintf("(shrunk from %d to 1 steps): [", drawn))
 	require.Contains(t, out, fmt.Sprintf("seed:     %d\n", seed))
 	require.Contains(t, out, "replay:   go test -run '^TestCheckFindsShrinksAndReplays$' -kubeprop.replay=")
+	sample, err := readmeFailureSample()
+	require.NoError(t, err)
+	// What go test prints, without the recorder's note of the FailNow.
+	printed := strings.TrimSuffix(strings.TrimRight(out, "\n"), "\nFailNow")
+	require.NoError(t, sameShape(sample, printed, dir), "the README's failure sample must be this output, as logged above (numbers and the plan may differ)")
 
 	files, err := filepath.Glob(filepath.Join(dir, t.Name(), "*.yaml"))
 	require.NoError(t, err)
