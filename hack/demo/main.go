@@ -207,10 +207,23 @@ type demo struct {
 	rows []row
 }
 
+// A target's outcome. A seeded bug that the search missed, or caught by
+// another property or at more steps than its minimum, is a finding about
+// the search, shown in the table and the summary line; a failure of a
+// correct target (a false alarm: a harness bug until shown otherwise) or
+// an error of the harness is the run's failure.
+const (
+	passed        = "pass"
+	caught        = "caught"
+	missed        = "missed"
+	caughtAnother = "caught otherwise"
+	falseAlarm    = "false alarm"
+	harnessError  = "error"
+)
+
 type row struct {
 	cells string // tab-separated
-	// outcome is "pass", "caught" (a bug caught as expected) or
-	// "surprise" (anything else).
+	// outcome is one of the outcomes above.
 	outcome string
 	order   int // the target's place in the suite
 }
@@ -246,23 +259,26 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 	var r row
 	switch {
 	case err != nil:
-		r = row{fmt.Sprintf("%s\t%s\tERROR %v\t\t\t\t", target.Name, expected, err), "surprise", order}
+		r = row{fmt.Sprintf("%s\t%s\tERROR %v\t\t\t\t", target.Name, expected, err), harnessError, order}
 	case f == nil:
-		r = row{fmt.Sprintf("%s\t%s\tpass\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "pass", order}
+		r = row{fmt.Sprintf("%s\t%s\tpass\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), passed, order}
 		if !target.Correct() {
-			r = row{fmt.Sprintf("%s\t%s\tMISSED: passed\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), "surprise", order}
+			r = row{fmt.Sprintf("%s\t%s\tMISSED: passed\t\t%v\t\t", target.Name, expected, time.Since(start).Round(time.Second)), missed, order}
 		}
 	default:
 		page := filepath.Join(reports, target.Name+".html")
 		if err := os.Rename(f.Page, page); err != nil {
 			page = f.Page
 		}
-		result, outcome := "fail "+f.Property, "caught"
+		result, outcome := "fail "+f.Property, caught
 		// The reference run's oracle catching a bug is the catch it is
 		// there for.
 		byItsProperty := f.Property == target.Property || !target.Correct() && (f.Property == properties.MatchesReferenceName || generic)
-		if !byItsProperty || len(f.Plan) > target.ExpectSteps {
-			result, outcome = "UNEXPECTED: "+result, "surprise"
+		switch {
+		case target.Correct():
+			result, outcome = "FALSE ALARM: "+result, falseAlarm
+		case !byItsProperty || len(f.Plan) > target.ExpectSteps:
+			result, outcome = "UNEXPECTED: "+result, caughtAnother
 		}
 		r = row{fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\tgo test ./controllers -run '^TestConformance$/^%s$' -kubeprop.replay=%s",
 			target.Name, expected, result, faults.FormatPlan(f.Plan),
@@ -280,7 +296,8 @@ func (d *demo) target(env *harness.Env, target suite.Target, reports string, ord
 }
 
 // print writes the table and the summary line, and returns the exit
-// code: 1 when anything surprised.
+// code: 1 when a correct target failed or the harness did, not for what
+// the search missed.
 func (d *demo) print(interrupted bool) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -297,9 +314,9 @@ func (d *demo) print(interrupted bool) int {
 	if interrupted {
 		cut = " (interrupted)"
 	}
-	fmt.Printf("%d targets%s, %d pass, %d caught as expected, %d surprises, %v, seed %d\n", len(d.rows), cut,
-		count["pass"], count["caught"], count["surprise"], time.Since(d.start).Round(time.Second), d.seed)
-	if count["surprise"] > 0 {
+	fmt.Printf("%d targets%s, %d pass, %d caught as expected, %d missed, %d caught otherwise, %d false alarms, %d errors, %v, seed %d\n", len(d.rows), cut,
+		count[passed], count[caught], count[missed], count[caughtAnother], count[falseAlarm], count[harnessError], time.Since(d.start).Round(time.Second), d.seed)
+	if count[falseAlarm]+count[harnessError] > 0 {
 		return 1
 	}
 	return 0
