@@ -46,8 +46,9 @@ func Replay(t TB, env *Env, spec Spec, file string) {
 // named by its path under dir. Give it the folder of this spec's scenarios
 // (testdata/kubeprop/TestConformance), or all of testdata/kubeprop when
 // every test there shares the spec. A folder that does not exist holds no
-// scenarios.
-func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
+// scenarios. A *testing.T runs each as a subtest; another testing.TB (a
+// benchmark's) replays them one after another in t itself.
+func ReplayDir(t testing.TB, env *Env, spec Spec, dir string) {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -64,7 +65,13 @@ func ReplayDir(t *testing.T, env *Env, spec Spec, dir string) {
 	}
 	for _, f := range files {
 		rel, _ := filepath.Rel(dir, f)
-		t.Run(strings.TrimSuffix(rel, ".yaml"), func(t *testing.T) { Replay(t, env, spec, f) })
+		if sub, ok := t.(interface {
+			Run(string, func(*testing.T)) bool
+		}); ok {
+			sub.Run(strings.TrimSuffix(rel, ".yaml"), func(t *testing.T) { Replay(t, env, spec, f) })
+			continue
+		}
+		Replay(t, env, spec, f)
 	}
 }
 

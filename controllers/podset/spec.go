@@ -10,26 +10,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubeprop/kubeprop/harness"
 	"github.com/kubeprop/kubeprop/properties"
 )
-
-// Spec is the conformance check of a PodSet controller: a PodSet of three
-// replicas under the default faults, with Properties. newReconciler gives
-// a fresh reconciler for every start of the controller; with nil, set
-// Spec.Controller to another PodSet controller.
-func Spec(newReconciler func() *Reconciler) harness.Spec {
-	spec := harness.Spec{Scheme: Scheme(), Fixtures: Fixtures, Properties: Properties()}
-	if newReconciler != nil {
-		spec.Controller = harness.Manager(func(mgr manager.Manager, opts controller.Options) error {
-			return newReconciler().SetupWithManager(mgr, opts)
-		})
-	}
-	return spec
-}
 
 // Scheme has the built-in kinds and PodSet.
 func Scheme() *runtime.Scheme {

@@ -124,7 +124,7 @@ func Targets() []Target {
 		// change: about one plan in ten of the focused search.
 		expect(target("swallowsconflict", swallowsconflict.New, "converges", 2, "APIErrors", "ScaleChange"), 3, 60),
 		target("nevershrinks", nevershrinks.New, "at-most-replicas", 1, "ScaleChange"),
-		{Name: "clientgo-podset", Spec: withFaults(clientgopodset.Spec(clientgopodset.Options{}))},
+		{Name: "clientgo-podset", Spec: withFaults(ClientGoPodSetSpec(clientgopodset.Options{}))},
 		// As its controller-runtime twin nobackoff: refused writes and a
 		// change that makes the controller write. An error window alone
 		// fails only when a write happens to fall in it (the settled
@@ -132,7 +132,7 @@ func Targets() []Target {
 		// 1000}] passed 6 replays of 6. A step of room, as for every
 		// target: a candidate of 2 given up for failing once (its
 		// confirming run passed) left 3 steps in one make test run.
-		{Name: "clientgonobackoff", Spec: withFaults(clientgopodset.Spec(clientgonobackoff.Options())), Property: "bounded-backoff", MinSteps: 2,
+		{Name: "clientgonobackoff", Spec: withFaults(ClientGoPodSetSpec(clientgonobackoff.Options())), Property: "bounded-backoff", MinSteps: 2,
 			ExpectSteps: 3, Reveal: []string{"APIErrors", "ScaleChange"}},
 		// The stateful operator (controllers/database) and its seeded bugs,
 		// one of each of Sieve's classes.
@@ -166,11 +166,11 @@ func slow(t Target) Target {
 	return t
 }
 
-// Spec is podset.Spec with every fault of the catalog, and short settle
+// Spec is PodSetSpec with every fault of the catalog, and short settle
 // caps: a controller that never settles (a bug) must not make each step
 // wait out a long cap.
 func Spec(newReconciler func() *podset.Reconciler) harness.Spec {
-	return withFaults(podset.Spec(newReconciler))
+	return withFaults(PodSetSpec(newReconciler))
 }
 
 func withFaults(spec harness.Spec) harness.Spec {
