@@ -290,10 +290,15 @@ func (st ShrinkStats) String() string {
 
 // rate is the expect.rate of the scenario of a shrunk plan that failed in
 // some of its replays but not all (1 of 3: 0.33, rounded down), so that a
-// replay judges it by how often it reproduced; 0 (every replay) else.
+// replay judges it by how often it reproduced; 0 (every replay) else. One
+// that failed in none of them failed in the run that kept it: once in the
+// replays and that run (1 of 4: 0.25).
 func (st ShrinkStats) rate() float64 {
-	if st.Replays == 0 || st.Reproduced <= 0 || st.Reproduced >= st.Replays {
+	if st.Replays == 0 || st.Reproduced >= st.Replays {
 		return 0
+	}
+	if st.Reproduced <= 0 {
+		return math.Floor(100/float64(st.Replays+1)) / 100
 	}
 	return math.Floor(100*float64(st.Reproduced)/float64(st.Replays)) / 100
 }
@@ -878,7 +883,8 @@ const fewerToWalkBack = 2
 // scenario is worth what it reproduces. The plan drawn is replayed only
 // when the shrunk one fell short in a replay (else none can reproduce more
 // often); then the plans between, the last first, while they fall short
-// of it; the plan drawn is the answer when every one does.
+// of it (a plan that reproduced in no replay falls short of one that did
+// in any); the plan drawn is the answer when every one does.
 func (s *searcher) asOften(kept []*keptPlan, property string) (*Report, time.Time) {
 	last := len(kept) - 1
 	if last == 0 {
@@ -895,7 +901,7 @@ func (s *searcher) asOften(kept []*keptPlan, property string) (*Report, time.Tim
 	s.mu.Lock()
 	s.shrinkStats.DrawnReproduced = drawn
 	s.mu.Unlock()
-	for last > 0 && shrunk <= drawn-fewerToWalkBack {
+	for last > 0 && (shrunk <= drawn-fewerToWalkBack || shrunk == 0 && drawn > 0) {
 		last--
 		shrunk = drawn
 		if last > 0 {

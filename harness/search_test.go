@@ -190,6 +190,12 @@ func TestShrinkReproducesAsOften(t *testing.T) {
 		// drawn in 2 too (its runs 2 and 3): as often, kept.
 		{"as often", func(plan []faults.Step, run int) bool { return len(plan) == 1 && run <= 4 || len(plan) > 1 && run == 3 }, scalePlan(0), 2, 0,
 			"; reproduced in 2 of 3 replays, the plan drawn in 2; 0 shrink steps given up for reproducing less often", 0.66},
+		// Every plan fails in its first two runs only: the step alone
+		// (kept: it failed twice) in no replay, the plan drawn in one
+		// (its run 2). A plan that reproduced in no replay is given up for
+		// one that did in any, and the scenario states 1 of 3.
+		{"in no replay", func([]faults.Step, int) bool { return false }, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)}, 1, 1,
+			"; reproduced in 1 of 3 replays, the plan drawn in 1; 1 shrink steps given up for reproducing less often", 0.33},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &searcher{opts: SearchOptions{Parallel: 8}, runs: map[string]int{}}
@@ -214,6 +220,9 @@ func TestShrinkReproducesAsOften(t *testing.T) {
 			require.Equal(t, c.rate, st.rate(), "the scenario's expect.rate: %s", st)
 		})
 	}
+	// When the plan drawn reproduced in no replay either, the plan kept
+	// failed once in its run and the three replays: not every replay.
+	require.Equal(t, 0.25, ShrinkStats{Replays: reproduceReplays, Reproduced: 0, DrawnReproduced: 0}.rate())
 }
 
 // TestShrinkRunsSecondRunsAtOnce: once every candidate of a plan passed,
