@@ -271,17 +271,18 @@ func lostClaims(tr *Trace) *Verdict {
 			had[stableClaimName(c.GetName(), prefixes)] = true
 		}
 	}
-	// Nor is one it did not have yet when the user change came in whose
-	// course the case deleted it: a Database deleted before its claims
-	// were made (a setup that settled early under load) has none to
-	// reclaim.
+	// Nor is one it did not have yet, or had only as one being deleted,
+	// when the user change came in whose course the case deleted it: a
+	// Database deleted before its claims were made (a setup that settled
+	// early under load), or re-created again before the claims its last
+	// re-create deleted were made anew, has none to reclaim.
 	changes, refChanges := tr.UserChanges(), tr.Reference.Trace.UserChanges()
 	for name, times := range deleted {
 		deleted[name] = slices.DeleteFunc(times, func(at time.Time) bool {
 			// The reference's time of the case's last user change before
 			// the deletion (none before any, or when it made fewer).
 			k := sort.Search(len(changes), func(i int) bool { return changes[i].After(at) }) - 1
-			return k >= 0 && k < len(refChanges) && !hadAt(tr.Reference.Trace, refChanges[k], name, prefixes)
+			return k >= 0 && k < len(refChanges) && !hadLiveAt(tr.Reference.Trace, refChanges[k], name, prefixes)
 		})
 	}
 	var lost, when []string
@@ -304,15 +305,15 @@ func lostClaims(tr *Trace) *Verdict {
 	return &v
 }
 
-// hadAt: tr had claim name (stable) at `at` (true before its first
-// state).
-func hadAt(tr *Trace, at time.Time, name string, prefixes []string) bool {
+// hadLiveAt: tr had claim name (stable), not being deleted, at `at` (true
+// before its first state).
+func hadLiveAt(tr *Trace, at time.Time, name string, prefixes []string) bool {
 	i := tr.stateAt(at)
 	if i < 0 {
 		return true
 	}
 	return slices.ContainsFunc(tr.States[i].ByKind("PersistentVolumeClaim"), func(c *unstructured.Unstructured) bool {
-		return stableClaimName(c.GetName(), prefixes) == name
+		return stableClaimName(c.GetName(), prefixes) == name && c.GetDeletionTimestamp() == nil
 	})
 }
 

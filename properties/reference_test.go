@@ -352,6 +352,20 @@ func TestMatchesReference(t *testing.T) {
 		tr.Requests = recreated[:5]
 		v = p.Check(tr)
 		require.NoError(t, v.Err, v.Detail)
+		// Nor when the claims it had then were being deleted (the
+		// Database re-created again before the claims its last re-create
+		// deleted were made anew, its step settled early under load).
+		deleting := State{At: t0, Objects: make([]*unstructured.Unstructured, len(withClaims.Objects))}
+		for i, o := range withClaims.Objects {
+			deleting.Objects[i] = o
+			if o.GetKind() == "PersistentVolumeClaim" {
+				deleting.Objects[i] = o.DeepCopy()
+				deleting.Objects[i].SetDeletionTimestamp(&metav1.Time{Time: t0})
+			}
+		}
+		tr.Reference.Trace.States = []State{deleting, withClaims}
+		v = p.Check(tr)
+		require.NoError(t, v.Err, v.Detail)
 		// Had it the claims then, the same deletions are a loss.
 		withClaims.At = t0
 		tr.Reference.Trace.States = []State{withClaims}
