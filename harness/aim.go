@@ -139,20 +139,21 @@ func aimsFirst(gens []*rapid.Generator[[]faults.Step], needNoWrite map[string]bo
 func byTurns(gens []*rapid.Generator[[]faults.Step], tried map[string]int, rank func([]faults.Step) int) []*rapid.Generator[[]faults.Step] {
 	var order []string
 	of := map[string][]*rapid.Generator[[]faults.Step]{}
+	ranks := map[*rapid.Generator[[]faults.Step]]int{}
 	for _, g := range gens {
-		name := aimedFault(g.Example(0))
+		plan := g.Example(0)
+		name := aimedFault(plan)
 		if of[name] == nil {
 			order = append(order, name)
 		}
 		of[name] = append(of[name], g)
+		if rank != nil {
+			ranks[g] = rank(plan)
+		}
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(tried[a], tried[b]) })
-	if rank != nil {
-		for _, name := range order {
-			slices.SortStableFunc(of[name], func(a, b *rapid.Generator[[]faults.Step]) int {
-				return cmp.Compare(rank(b.Example(0)), rank(a.Example(0)))
-			})
-		}
+	for _, name := range order {
+		slices.SortStableFunc(of[name], func(a, b *rapid.Generator[[]faults.Step]) int { return cmp.Compare(ranks[b], ranks[a]) })
 	}
 	out := make([]*rapid.Generator[[]faults.Step], 0, len(gens))
 	for i := 0; len(out) < len(gens); i++ {
