@@ -178,19 +178,20 @@ func noOp(format string, args ...any) error {
 // readiness, replicas changed by the user (one at a time, or in bursts
 // faster than the controller looks), a fixture deleted and created again,
 // owned objects deleted, the controller restarted (with a fresh or a stale
-// view), and the Controller faults (API errors, a crash between writes,
+// view), and the faults OnController (API errors, a crash between writes,
 // stale watches; no-ops on a controller that is not in process).
 func Default() []Fault {
 	return append([]Fault{
 		NodeLoss(), NodeRecover(), ContainerKill(ContainerKillOptions{}), CrashLoop(), ReadinessFlap(), ScaleChange(ScaleOptions{}),
 		Burst(), Recreate(), ChildDelete(), ControllerRestart(),
-	}, Controller()...)
+	}, OnController()...)
 }
 
-// Controller faults act on the controller under test itself: errors
-// answered to its writes, a crash between two of its writes, a stale view
-// through its watches. They apply to controllers run in process.
-func Controller() []Fault {
+// OnController are the faults that act on the controller under test
+// itself, not on the cluster around it: errors answered to its writes, a
+// crash between two of its writes, a stale view through its watches.
+// They apply to controllers whose requests go through the harness.
+func OnController() []Fault {
 	return []Fault{APIErrors(), CrashAfterWrite(), StaleWatch()}
 }
 

@@ -269,9 +269,12 @@ func rotated[T any](gens []T, place uint64) []T {
 // seed) and returns the aims it took: aim j, and, when they fit in
 // maxSteps, the aim n further on (half-way round when gens are fewer than
 // 2n), so that n plans reach the first 2n aims, each once. Of two aims,
-// the plan that ends in a burst goes last: a change after a burst makes
-// the controller look again, and what the burst left unobserved shows
-// only with none.
+// aim j, the one ranked higher, goes last: the other's change after it
+// would make the controller look again, and undo what the aim left (a
+// status write refused and never retried, a half-done state, what a
+// burst left unobserved), which shows only with no change after it. But
+// when only the other ends in a burst, that one goes last: a burst is a
+// user change, and a change after it is all it needs to be undone.
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 		m := len(gens)
@@ -289,16 +292,21 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 		}
 		other := gens[(j+further)%m]
 		second := other.Example(seed + 1)
-		switch _, burst := plan[len(plan)-1].(faults.BurstStep); {
+		switch {
 		case len(plan)+len(second) > maxSteps:
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
-		case burst:
-			plan = append(second, plan...)
-		default:
+		case endsInBurst(second) && !endsInBurst(plan):
 			plan = append(plan, second...)
+		default:
+			plan = append(second, plan...)
 		}
 		return plan, []*rapid.Generator[[]faults.Step]{aim, other}
 	}
+}
+
+func endsInBurst(plan []faults.Step) bool {
+	_, burst := plan[len(plan)-1].(faults.BurstStep)
+	return burst
 }
 
 // plans are the search's plans: the even ones drawn now, the odd ones

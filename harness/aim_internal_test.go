@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeprop/kubeprop/faults"
@@ -183,4 +184,32 @@ func TestViewsIntoTheBusiestChangeFirst(t *testing.T) {
 		first := aimedFault(rarestFirst(gens, p, map[string]int{"ControllerRestart": 1}, place)[0].Example(0))
 		require.NotEqual(t, "ControllerRestart", first, "place %d: the restart was tried before", place)
 	}
+}
+
+// TestJoinedAimsEndWithTheFirstAim: of the two aims a plan joins, the one
+// ranked higher ends the plan, so that no change of the other's comes
+// after it (a refused status write that a later change would retry);
+// but a burst ends the plan whichever aim it is.
+func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
+	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
+		return rapid.Just(plan)
+	}
+	refused := faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000, Verb: "patch", Resource: "widgets/status"}
+	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
+	crash := faults.CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}
+	burst := faults.BurstStep{Steps: []faults.Step{scale, scale}}
+	gens := []*rapid.Generator[[]faults.Step]{
+		steps(refused, scale), steps(crash, scale), steps(burst), steps(scale, crash, scale, scale), steps(refused),
+	}
+	draw := joinedAims(gens, 2, 5, nil) // aim j joins aim j+2
+	plan, aims := draw(4, 1)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale, refused}), faults.FormatPlan(plan), "the higher-ranked aim last")
+	require.Equal(t, []*rapid.Generator[[]faults.Step]{gens[4], gens[1]}, aims)
+	plan, _ = draw(2, 2)
+	require.Equal(t, faults.FormatPlan([]faults.Step{refused, burst}), faults.FormatPlan(plan))
+	plan, _ = draw(0, 3)
+	require.Equal(t, faults.FormatPlan([]faults.Step{refused, scale, burst}), faults.FormatPlan(plan), "the other aim's burst last")
+	plan, aims = draw(1, 4)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale}), faults.FormatPlan(plan), "two aims over maxSteps: the first alone")
+	require.Len(t, aims, 1)
 }

@@ -29,7 +29,7 @@ func BenchmarkColdStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := e.Kubelets.AddNode(ctx, "cold"); err != nil {
+		if _, err := e.Kubelets().AddNode(ctx, "cold"); err != nil {
 			b.Fatal(err)
 		}
 		cs := kubernetes.NewForConfigOrDie(e.Config())
@@ -69,7 +69,7 @@ func BenchmarkPodsToReady(b *testing.B) {
 	}
 	defer e.Stop()
 	for i := range nodes {
-		if _, err := e.Kubelets.AddNode(ctx, fmt.Sprintf("bench-%03d", i)); err != nil {
+		if _, err := e.Kubelets().AddNode(ctx, fmt.Sprintf("bench-%03d", i)); err != nil {
 			b.Fatal(err)
 		}
 	}

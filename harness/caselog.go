@@ -11,10 +11,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 )
 
-// EvidenceLimit bounds each file saved beside a scenario (the controller's
+// evidenceLimit bounds each file saved beside a scenario (the controller's
 // log, the namespace's events, the final objects): a controller that logs
-// gigabytes leaves its last EvidenceLimit bytes, and the file says so.
-const EvidenceLimit = 5 << 20
+// gigabytes leaves its last evidenceLimit bytes, and the file says so.
+const evidenceLimit = 5 << 20
 
 // controllerLog is a case's controller log: its last limit bytes, and how
 // many came before them. A Manager or Func controller writes to it through

@@ -31,7 +31,7 @@ func widgetSpec(churn bool) harness.Spec {
 		}),
 		Fixtures: func(ns string) []client.Object { return []client.Object{newWidget(ns, "web", 3)} },
 		Properties: []properties.Property{
-			properties.Converges("widget-ready", widgetReady, 30*time.Second),
+			properties.Converges("widget-ready", widgetReady, properties.ConvergeOptions{Within: 30 * time.Second}),
 			properties.BoundedBackoff(properties.BackoffOptions{}),
 			properties.NoFightLoop(properties.FightOptions{}),
 			properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 5 * time.Second}),

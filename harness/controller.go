@@ -61,7 +61,7 @@ func SetupWithManager(r interface{ SetupWithManager(manager.Manager) error }) Co
 // controller under test: its Deployment, ReplicaSet and other controllers
 // run for every case, all the time. It is the reference that a
 // controller's properties can be tried on. ControllerRestart and the
-// Controller faults are no-ops on it (it is another process, shared by
+// faults OnController are no-ops on it (it is another process, shared by
 // the cases).
 func ControllerManager() Controller { return controllerManager{} }
 

@@ -106,7 +106,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 		// A kill right after the start can race the informer; retry until
 		// the simulator sees the container running.
 		eventually(t, 10*time.Second, "the container to be killable", func(ctx context.Context) (bool, string, error) {
-			err := env.Kubelets.KillContainer(ctx, ns, "crasher", "app", kubelet.Failed(exitCode))
+			err := env.Kubelets().KillContainer(ctx, ns, "crasher", "app", kubelet.Failed(exitCode))
 			return err == nil, fmt.Sprint(err), nil
 		})
 		exited := nextEvent(t, events, kubelet.ContainerExited, 10*time.Second)
@@ -178,7 +178,7 @@ func TestRestartPolicies(t *testing.T) {
 	}
 	for _, c := range cases {
 		eventually(t, 30*time.Second, c.name+" killed", func(ctx context.Context) (bool, string, error) {
-			err := env.Kubelets.KillContainer(ctx, ns, c.name, "app", c.exit)
+			err := env.Kubelets().KillContainer(ctx, ns, c.name, "app", c.exit)
 			return err == nil, fmt.Sprint(err), nil
 		})
 	}

@@ -51,8 +51,8 @@ type EnvOptions struct {
 	Kubelet kubelet.Options
 }
 
-// DefaultTimeScale is the TimeScale of an Env whose options leave it zero.
-const DefaultTimeScale = 10
+// defaultTimeScale is the TimeScale of an Env whose options leave it zero.
+const defaultTimeScale = 10
 
 // Identities of the actors kubeprop itself runs, as the audit log shows them.
 const (
@@ -66,10 +66,8 @@ const (
 
 // Env is a running hollow cluster.
 type Env struct {
-	// Cluster is the control plane.
-	Cluster *cluster.Cluster
-	// Kubelets runs the simulated nodes.
-	Kubelets *kubelet.Simulator
+	cluster  *cluster.Cluster
+	kubelets *kubelet.Simulator
 
 	controllerConfig *rest.Config // UserController's connection
 	userConfig       *rest.Config // UserUser's connection
@@ -94,7 +92,7 @@ type Env struct {
 // pods (once nodes are added). On error nothing is left running.
 func Start(opts EnvOptions) (*Env, error) {
 	if opts.TimeScale == 0 {
-		opts.TimeScale = DefaultTimeScale
+		opts.TimeScale = defaultTimeScale
 	}
 	ctx := context.Background()
 	nodes := newCaseNodes()
@@ -126,7 +124,7 @@ func Start(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the kubelet simulator: %w", err), c.Stop())
 	}
-	e := &Env{Cluster: c, Kubelets: sim, timeScale: opts.TimeScale, nodes: nodes, kubeletConfig: kubeletCfg}
+	e := &Env{cluster: c, kubelets: sim, timeScale: opts.TimeScale, nodes: nodes, kubeletConfig: kubeletCfg}
 	if err := e.connect(); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
@@ -148,10 +146,10 @@ func Start(opts EnvOptions) (*Env, error) {
 // connect provisions the identities and clients the cases share.
 func (e *Env) connect() error {
 	var err error
-	if e.controllerConfig, err = e.Cluster.AddUser(UserController); err != nil {
+	if e.controllerConfig, err = e.cluster.AddUser(UserController); err != nil {
 		return err
 	}
-	if e.userConfig, err = e.Cluster.AddUser(UserUser); err != nil {
+	if e.userConfig, err = e.cluster.AddUser(UserUser); err != nil {
 		return err
 	}
 	cfg := rest.CopyConfig(e.Config())
@@ -183,16 +181,22 @@ func MustStart(opts EnvOptions) *Env {
 }
 
 // Config returns an administrator's connection to the API server.
-func (e *Env) Config() *rest.Config { return e.Cluster.Config() }
+func (e *Env) Config() *rest.Config { return e.cluster.Config() }
+
+// Cluster is the control plane: its folder, audit log and users.
+func (e *Env) Cluster() *cluster.Cluster { return e.cluster }
+
+// Kubelets runs the simulated nodes: add a node, kill a container.
+func (e *Env) Kubelets() *kubelet.Simulator { return e.kubelets }
 
 // ClusterDuration converts a wall duration to cluster time.
 func (e *Env) ClusterDuration(wall time.Duration) time.Duration {
-	return time.Duration(float64(wall) * e.Cluster.TimeScale())
+	return time.Duration(float64(wall) * e.cluster.TimeScale())
 }
 
 // WallDuration converts a cluster duration to wall time.
 func (e *Env) WallDuration(clusterTime time.Duration) time.Duration {
-	return e.Cluster.Scaled(clusterTime)
+	return e.cluster.Scaled(clusterTime)
 }
 
 // idleConnectionsEvery is how often the Env closes the idle connections of
@@ -260,8 +264,8 @@ func (e *Env) Stop() error {
 		}
 	})
 	e.storage.Stop()
-	e.Kubelets.Stop()
-	return e.Cluster.Stop()
+	e.kubelets.Stop()
+	return e.cluster.Stop()
 }
 
 // caseNodes keeps each case's pods on the case's own nodes, through the

@@ -115,7 +115,7 @@ func addNodes(t *testing.T, n int) []*kubelet.Node {
 	t.Helper()
 	var nodes []*kubelet.Node
 	for i := range n {
-		node, err := env.Kubelets.AddNode(context.Background(), fmt.Sprintf("%s-%d", nodePrefix(t), i))
+		node, err := env.Kubelets().AddNode(context.Background(), fmt.Sprintf("%s-%d", nodePrefix(t), i))
 		require.NoError(t, err)
 		nodes = append(nodes, node)
 		t.Cleanup(func() { _ = node.Remove(context.Background()) })

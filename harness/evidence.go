@@ -19,7 +19,7 @@ import (
 
 // What a maintainer asks for first, saved beside each scenario
 // (scenario.Evidence): the controller's log, the namespace's events, and
-// the objects the case ended with. Each file holds at most EvidenceLimit
+// the objects the case ended with. Each file holds at most evidenceLimit
 // bytes, and its first line says when it was cut.
 
 // events are the case namespace's Events, oldest first; none when they
@@ -71,11 +71,11 @@ func (r *Report) SaveEvidence(path string) error {
 			objects = append(objects, o.Object)
 		}
 	}
-	eventsYAML, err := boundedList(events, "events, oldest first", EvidenceLimit)
+	eventsYAML, err := boundedList(events, "events, oldest first", evidenceLimit)
 	if err != nil {
 		return err
 	}
-	objectsYAML, err := boundedList(objects, "objects at the end of the case", EvidenceLimit)
+	objectsYAML, err := boundedList(objects, "objects at the end of the case", evidenceLimit)
 	if err != nil {
 		return err
 	}

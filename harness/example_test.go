@@ -30,8 +30,8 @@ func ExampleStart() {
 	defer env.Stop()
 
 	ctx := context.Background()
-	a, _ := env.Kubelets.AddNode(ctx, "node-a")
-	if _, err := env.Kubelets.AddNode(ctx, "node-b"); err != nil {
+	a, _ := env.Kubelets().AddNode(ctx, "node-a")
+	if _, err := env.Kubelets().AddNode(ctx, "node-b"); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -43,7 +43,7 @@ func ExampleStart() {
 	a.Recover() // heartbeats resume and the taints clear
 
 	// Restarted at once, then with CrashLoopBackOff if it is killed again.
-	_ = env.Kubelets.KillContainer(ctx, "default", "web-0", "app", kubelet.OOMKilled)
+	_ = env.Kubelets().KillContainer(ctx, "default", "web-0", "app", kubelet.OOMKilled)
 }
 
 // The shape of a conformance test: a Spec, Check to draw and shrink fault

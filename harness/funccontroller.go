@@ -19,9 +19,9 @@ const funcStartGrace = 500 * time.Millisecond
 // workqueue) in process. run receives a fresh context and a rest.Config
 // of the controller's user (UserController), and must return when the
 // context ends; it runs anew for every case and for ControllerRestart. The
-// harness sees its writes and retries through the audit log; the
-// Controller faults act on its connections (API errors and the crash after
-// a write on its requests, StaleWatch on its watches). A run that returns
+// harness sees its writes and retries through the audit log; the faults
+// OnController act on its connections (API errors and the crash after a
+// write on its requests, StaleWatch on its watches). A run that returns
 // on its own while the case goes on, or panics, is reported as a panic.
 func Func(run func(ctx context.Context, cfg *rest.Config) error) Controller {
 	return funcController{run: run}

@@ -68,7 +68,7 @@ func TestAuditLogAttributesActors(t *testing.T) {
 		harness.UserKubelet:           "patch pods/status",
 	}
 	eventually(t, 10*time.Second, "each actor's pod write in the audit log", func(context.Context) (bool, string, error) {
-		seen, err := auditedWrites(env.Cluster.AuditLogPath(), ns)
+		seen, err := auditedWrites(env.Cluster().AuditLogPath(), ns)
 		if err != nil {
 			return false, "", err
 		}

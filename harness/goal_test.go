@@ -51,7 +51,7 @@ func lateConfigMapSpec(pause time.Duration) harness.Spec {
 				return errors.New("no ConfigMap late")
 			}
 			return nil
-		}, 3*time.Second),
+		}, properties.ConvergeOptions{Within: 3 * time.Second}),
 	}
 	return spec
 }

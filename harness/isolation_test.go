@@ -88,7 +88,7 @@ func TestIsolationOtherPodsStayOffCaseNodes(t *testing.T) {
 			return []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}}
 		},
 		Properties: []properties.Property{
-			properties.Converge("probe-done", func(properties.State) error {
+			properties.Converges("probe-done", func(properties.State) error {
 				if !probeDone.Load() {
 					return errors.New("the probe is still running")
 				}

@@ -84,7 +84,7 @@ func TestTimelinePageShowsEvidence(t *testing.T) {
 			}
 			return tr
 		}},
-		{properties.Converges("converges", notReady, 30*time.Second), func() *properties.Trace {
+		{properties.Converges("converges", notReady, properties.ConvergeOptions{Within: 30 * time.Second}), func() *properties.Trace {
 			tr := base()
 			tr.States = append(tr.States, properties.State{At: at(4500), Objects: tr.States[0].Objects})
 			return tr

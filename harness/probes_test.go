@@ -56,7 +56,7 @@ func TestLivenessFailure(t *testing.T) {
 				}
 			}
 			return nil
-		}, 30*time.Second)},
+		}, properties.ConvergeOptions{Within: 30 * time.Second})},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
 		Ready: writesNothing,
 	}
@@ -74,7 +74,7 @@ func TestLivenessFailure(t *testing.T) {
 	_, err = cs.AppsV1().Deployments(ns).Create(ctx, probedDeployment(ns, "db", 1), metav1.CreateOptions{})
 	require.NoError(t, err)
 	pod := waitReady(t, cs, ns, "db", 1)[0]
-	require.NoError(t, env.Kubelets.FailLiveness(ctx, ns, pod.Name, "app", time.Second))
+	require.NoError(t, env.Kubelets().FailLiveness(ctx, ns, pod.Name, "app", time.Second))
 	// Three failed probes would take 1.5 s: twice that, no restart.
 	require.Never(t, func() bool {
 		got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})

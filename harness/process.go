@@ -31,7 +31,7 @@ const processStartGrace = time.Second
 // whose server is a loopback proxy of the harness in front of the API
 // server, so its requests reach the API server as UserController (the
 // audit log attributes them by that user and the binary's user agent) and
-// the Controller faults act on them as on an in-process controller's.
+// the faults OnController act on them as on an in-process controller's.
 // The case's namespace is in KUBEPROP_NAMESPACE and the kubeconfig's
 // context. In args, ${KUBECONFIG} and ${KUBEPROP_NAMESPACE} are replaced
 // by them, e.g. Process("./operator", "--watch-namespace=${KUBEPROP_NAMESPACE}").
@@ -101,7 +101,7 @@ func (p processController) start(ctx context.Context, c *caseRun) (func() error,
 			p.Kill()
 		}
 	})
-	dir := c.env.Cluster.Dir()
+	dir := c.env.Cluster().Dir()
 	kubeconfig := filepath.Join(dir, fmt.Sprintf("controller-%s-%d.kubeconfig", c.namespace, caseSeq.Add(1)))
 	logPath := filepath.Join(dir, "controller-"+c.namespace+".log")
 	var proxy *inject.Proxy

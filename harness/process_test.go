@@ -132,7 +132,7 @@ func TestProcessNetwork(t *testing.T) {
 	rootless := !canCreateNetworkNamespace()
 	spec.Properties = []properties.Property{
 		properties.NoPanics(),
-		properties.Converges("widget-ready", widgetReady, 30*time.Second),
+		properties.Converges("widget-ready", widgetReady, properties.ConvergeOptions{Within: 30 * time.Second}),
 		properties.Converges("dials-refused-at-once", func(s properties.State) error {
 			u := s.Get("ConfigMap", "dials")
 			if u == nil {
@@ -143,7 +143,7 @@ func TestProcessNetwork(t *testing.T) {
 				return err
 			}
 			if rootless {
-				return nil // the timeline says why, below
+				return nil
 			}
 			for _, k := range []string{"dial0", "dial1"} {
 				ms, err := strconv.Atoi(cm.Data[k+"-ms"])
@@ -152,7 +152,7 @@ func TestProcessNetwork(t *testing.T) {
 				}
 			}
 			return nil
-		}, 30*time.Second),
+		}, properties.ConvergeOptions{Within: 30 * time.Second}),
 	}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{faults.ScaleChangeStep{Field: "spec.replicas", Value: 2}})
 	require.NoError(t, err)
@@ -194,7 +194,7 @@ func controllerPIDs() ([]int, error) {
 			continue
 		}
 		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(environ, []byte("KUBECONFIG="+env.Cluster.Dir()+"/")) {
+		if err == nil && bytes.Contains(environ, []byte("KUBECONFIG="+env.Cluster().Dir()+"/")) {
 			pids = append(pids, pid)
 		}
 	}
@@ -284,7 +284,7 @@ func TestProcess(t *testing.T) {
 
 	// Four starts: the first, after the crash, the restart... and each
 	// logged in the controller's log.
-	logs, err := filepath.Glob(filepath.Join(env.Cluster.Dir(), "controller-*.log"))
+	logs, err := filepath.Glob(filepath.Join(env.Cluster().Dir(), "controller-*.log"))
 	require.NoError(t, err)
 	starts := 0
 	for _, l := range logs {

@@ -135,7 +135,7 @@ func setWidgetSpec() harness.Spec {
 		Watch:    []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("StatefulSet")},
 		Faults:   []faults.Fault{faults.FieldChange("ServiceChange", "spec.service", "a", "b"), faults.Recreate(), faults.APIErrors()},
 		Properties: []properties.Property{
-			properties.Converges("widget-ready", setWidgetReady, 30*time.Second),
+			properties.Converges("widget-ready", setWidgetReady, properties.ConvergeOptions{Within: 30 * time.Second}),
 			properties.BoundedBackoff(properties.BackoffOptions{}),
 			properties.NoFightLoop(properties.FightOptions{}),
 			properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 10 * time.Second}),
@@ -291,7 +291,7 @@ func testStaleRestartProcess(t *testing.T) {
 	m := staleTestView.FindStringSubmatch(timeline)
 	require.NotNil(t, m, timeline)
 	view, _ := strconv.ParseUint(m[1], 10, 64)
-	log, err := os.ReadFile(filepath.Join(env.Cluster.Dir(), "controller-"+rep.Namespace+".log"))
+	log, err := os.ReadFile(filepath.Join(env.Cluster().Dir(), "controller-"+rep.Namespace+".log"))
 	require.NoError(t, err)
 	_, second, found := strings.Cut(string(log), "--- kubeprop: starting")
 	_, second, found2 := strings.Cut(second, "--- kubeprop: starting")
@@ -381,7 +381,7 @@ func TestRecreateHeldUntilTheHeal(t *testing.T) {
 			return fmt.Errorf("Widget web has %d replicas", n)
 		}
 		return nil
-	}, 20*time.Second)}
+	}, properties.ConvergeOptions{Within: 20 * time.Second})}
 	spec.SettleCap = time.Second
 	scale := faults.ScaleChangeStep{Field: "spec.replicas", Value: 3}
 	rep, err := harness.Run(context.Background(), env, spec, []faults.Step{

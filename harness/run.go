@@ -68,7 +68,7 @@ type Report struct {
 	Times Times
 	// ControllerLog is the controller's own log for the case (a Manager's
 	// or a Func's logr output, a Process's stdout and stderr), its last
-	// EvidenceLimit bytes; complete once Run returns.
+	// 5 MiB (evidenceLimit); complete once Run returns.
 	ControllerLog []byte
 	// Events are the case namespace's Events when a failed case was
 	// judged, oldest first (none for a pass).
@@ -264,7 +264,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	}
 	n := caseSeq.Add(1)
 	c := &caseRun{reference: reference, env: env, spec: spec, namespace: fmt.Sprintf("%s%d", caseNamespacePrefix, n),
-		ctlLog: newControllerLog(EvidenceLimit), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
+		ctlLog: newControllerLog(evidenceLimit), stopController: func() error { return nil }, started: time.Now(), named: map[int]faults.Step{}, skip: skip}
 	c.logger = c.ctlLog.logger(c.started)
 	c.plan = plan
 	defer func() {
@@ -357,7 +357,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	healing := time.Now()
 	// Heal: every fault stops. Lost nodes may stay lost; crash loops end;
 	// a controller killed by a crash is back.
-	env.Kubelets.StopCrashLoops(c.namespace)
+	env.Kubelets().StopCrashLoops(c.namespace)
 	c.ctlFaults.Heal()
 	c.crashes.Wait()
 	if err := c.takeCrashErr(); err != nil {
@@ -470,7 +470,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	for _, name := range names {
 		// A zone of its own: the node lifecycle controller computes zone
 		// states and eviction rates per case.
-		node, err := env.Kubelets.AddNodeWithLabels(ctx, name, map[string]string{corev1.LabelTopologyZone: c.namespace})
+		node, err := env.Kubelets().AddNodeWithLabels(ctx, name, map[string]string{corev1.LabelTopologyZone: c.namespace})
 		if err != nil {
 			return err
 		}
@@ -481,7 +481,7 @@ func (c *caseRun) setup(ctx context.Context, n int64) error {
 	if err != nil {
 		return err
 	}
-	if c.audit, err = record.NewAuditReader(env.Cluster.AuditLogPath(), c.namespace); err != nil {
+	if c.audit, err = record.NewAuditReader(env.Cluster().AuditLogPath(), c.namespace); err != nil {
 		return err
 	}
 	if err := c.recorder.Watch(ctx, env.dynamic, c.namespace, resources); err != nil {

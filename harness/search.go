@@ -227,11 +227,10 @@ func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
 	}
 }
 
-// Finding is a property failure found and shrunk by Check or Find.
+// Finding is a property failure found and shrunk by Check or Find: the
+// shrunk plan's first failure, and how the search came to it.
 type Finding struct {
-	Property string
-	Message  string // deterministic
-	Detail   string
+	Failure
 	// Plan is the shrunk plan; DrawnSteps the length of the plan that
 	// failed first.
 	Plan       []faults.Step
@@ -377,7 +376,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	f := last.Failures[0]
-	finding := &Finding{Property: f.Property, Message: f.Message, Detail: f.Detail, Plan: last.Plan, DrawnSteps: len(first.Plan),
+	finding := &Finding{Failure: f, Plan: last.Plan, DrawnSteps: len(first.Plan),
 		Seed: opts.Seed, FailingPlan: index + 1, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
 	s.mu.Lock()
 	finding.Shrink = s.shrinkStats

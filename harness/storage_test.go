@@ -117,7 +117,7 @@ func TestCaseRecordsClaims(t *testing.T) {
 				return fmt.Errorf("%d claims bound, want 3", bound)
 			}
 			return nil
-		}, 30*time.Second)},
+		}, properties.ConvergeOptions{Within: 30 * time.Second})},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
 		Ready: writesNothing,
 	}

@@ -122,19 +122,19 @@ func (c *caseRun) Pods(ctx context.Context) ([]corev1.Pod, error) {
 }
 
 func (c *caseRun) KillContainer(ctx context.Context, pod, container string, exitCode int32, reason string) error {
-	return noOpIfAbsent(c.env.Kubelets.KillContainer(ctx, c.namespace, pod, container, kubelet.ExitStatus{Code: exitCode, Reason: reason}))
+	return noOpIfAbsent(c.env.Kubelets().KillContainer(ctx, c.namespace, pod, container, kubelet.ExitStatus{Code: exitCode, Reason: reason}))
 }
 
 func (c *caseRun) CrashLoop(ctx context.Context, pod, container string, starts int, exitCode int32) error {
-	return noOpIfAbsent(c.env.Kubelets.CrashLoop(ctx, c.namespace, pod, container, starts, kubelet.Failed(exitCode)))
+	return noOpIfAbsent(c.env.Kubelets().CrashLoop(ctx, c.namespace, pod, container, starts, kubelet.Failed(exitCode)))
 }
 
 func (c *caseRun) SetReady(ctx context.Context, pod, container string, ready bool) error {
-	return noOpIfAbsent(c.env.Kubelets.SetReady(ctx, c.namespace, pod, container, ready))
+	return noOpIfAbsent(c.env.Kubelets().SetReady(ctx, c.namespace, pod, container, ready))
 }
 
 func (c *caseRun) FailLiveness(ctx context.Context, pod, container string, window time.Duration) error {
-	return noOpIfAbsent(c.env.Kubelets.FailLiveness(ctx, c.namespace, pod, container, window))
+	return noOpIfAbsent(c.env.Kubelets().FailLiveness(ctx, c.namespace, pod, container, window))
 }
 
 // noOpIfAbsent turns the simulator's "not running here" errors into no-ops:
@@ -303,7 +303,7 @@ func (c *caseRun) settle(ctx context.Context, limit time.Duration) error {
 		// then would land in the middle of it.
 		return c.recorder.SinceLastWrite() >= c.spec.SettleQuiet && c.recorder.Idle() &&
 			c.ctlFaults.Undelivered() == 0 && c.ctlFaults.SinceHeldDelivery() >= c.spec.SettleQuiet &&
-			c.env.Kubelets.Terminating(c.namespace) == 0, nil
+			c.env.Kubelets().Terminating(c.namespace) == 0, nil
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TeardownTimeout bounds how long a case's namespace may take to go away
+// teardownTimeout bounds how long a case's namespace may take to go away
 // once deleted; what is still there then is reported as left behind.
-const TeardownTimeout = 30 * time.Second
+const teardownTimeout = 30 * time.Second
 
 // Teardown is what ending a case had to force, and what it left behind.
 type Teardown struct {
@@ -31,8 +31,9 @@ type Teardown struct {
 	// convergence is worth knowing: only the stopped controller could
 	// have removed it) and pods it force-deleted from lost nodes.
 	Forced []string
-	// Left lists what was still there after TeardownTimeout, by kind and
-	// name, and a controller that did not stop. Empty after a clean end.
+	// Left lists what was still there after 30 s (teardownTimeout), by
+	// kind and name, and a controller that did not stop. Empty after a
+	// clean end.
 	Left []string
 	// Took is the teardown's wall time; Phases say when each part ended.
 	Took   time.Duration
@@ -64,7 +65,7 @@ func (c *caseRun) teardown() Teardown {
 	c.recorder.Close()
 	td.Phases = append(td.Phases, fmt.Sprintf("controller stopped %.1fs", time.Since(start).Seconds()))
 
-	ctx, cancel := context.WithTimeout(context.Background(), TeardownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
 	defer cancel()
 	if c.userClient != nil {
 		resources, err := c.namespacedResources()
@@ -244,7 +245,7 @@ func (c *caseRun) emptyNamespace(ctx context.Context, resources []schema.GroupVe
 	if err == nil {
 		return nil
 	}
-	left := []string{fmt.Sprintf("Namespace %s: still there %v after it was deleted", c.namespace, TeardownTimeout)}
+	left := []string{fmt.Sprintf("Namespace %s: still there %v after it was deleted", c.namespace, teardownTimeout)}
 	listCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, o := range c.objects(listCtx, resources) {

@@ -130,7 +130,7 @@ func TestGraceCutInTimeline(t *testing.T) {
 				return fmt.Errorf("%d pods", len(pods))
 			}
 			return nil
-		}, 30*time.Second)},
+		}, properties.ConvergeOptions{Within: 30 * time.Second})},
 		Setup: 30 * time.Second, SettleCap: 5 * time.Second,
 		Ready: writesNothing,
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ConvergeOptions configures Converge. Zero values take the defaults.
+// ConvergeOptions configures Converges. Zero values take the defaults.
 type ConvergeOptions struct {
 	// Within is the deadline after the faults heal. Zero means 30 s.
 	Within time.Duration
@@ -20,17 +20,11 @@ type ConvergeOptions struct {
 	Rest time.Duration
 }
 
-// Converges is Converge with the default stability window: after the
-// faults heal, pred becomes true within the deadline and stays true
-// (eventually stable reconciliation).
-func Converges(name string, pred Predicate, within time.Duration) Property {
-	return Converge(name, pred, ConvergeOptions{Within: within})
-}
-
-// Converge holds when, after the faults heal, pred becomes true within
-// opts.Within and stays true for opts.Stable. A case whose predicate is
-// false once it has come to rest (opts.Rest) fails then.
-func Converge(name string, pred Predicate, opts ConvergeOptions) Property {
+// Converges holds when, after the faults heal, pred becomes true within
+// opts.Within and stays true for opts.Stable (eventually stable
+// reconciliation). A case whose predicate is false once it has come to
+// rest (opts.Rest) fails then.
+func Converges(name string, pred Predicate, opts ConvergeOptions) Property {
 	if opts.Within == 0 {
 		opts.Within = 30 * time.Second
 	}

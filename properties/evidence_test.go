@@ -61,7 +61,7 @@ func TestEvidence(t *testing.T) {
 		require.Equal(t, "false for 2s", v.Evidence.Spans[0].Label)
 	})
 	t.Run("converges", func(t *testing.T) {
-		p := Converge("app-ready", allReady, ConvergeOptions{Within: 3 * s, Stable: 1 * s})
+		p := Converges("app-ready", allReady, ConvergeOptions{Within: 3 * s, Stable: 1 * s})
 		// Ready, broken at 2 s, after the heal at 1 s, and never again.
 		v := p.Check(&Trace{Start: t0, Healed: at(1 * s), States: replicaStates(3, 3, 2, 2, 2, 2), End: at(6 * s), Final: true})
 		require.Error(t, v.Err)

@@ -24,7 +24,7 @@ func Example() {
 		return nil
 	}
 	props := []properties.Property{
-		properties.Converges("deployment-ready", deploymentReady, 30*time.Second),
+		properties.Converges("deployment-ready", deploymentReady, properties.ConvergeOptions{Within: 30 * time.Second}),
 		properties.BoundedBackoff(properties.BackoffOptions{}),
 		properties.NoFightLoop(properties.FightOptions{}),
 		properties.Quiescent(properties.QuiesceOptions{}),

@@ -52,7 +52,7 @@ func allReady(st State) error {
 }
 
 func TestConverges(t *testing.T) {
-	p := Converge("app-ready", allReady, ConvergeOptions{Within: 5 * s, Stable: 2 * s})
+	p := Converges("app-ready", allReady, ConvergeOptions{Within: 5 * s, Stable: 2 * s})
 	tr := &Trace{Start: t0, Healed: at(1 * s), States: replicaStates(3, 1, 2, 3, 3, 3, 3)}
 
 	tr.End = at(4 * s)

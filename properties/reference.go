@@ -32,7 +32,7 @@ type ReferenceOptions struct {
 	// Stable is how long the case must then keep matching. Zero means 2 s.
 	Stable time.Duration
 	// Rest: a case that differs and has been at rest this long after the
-	// heal fails then, before Within (see Converge). Zero means a third of
+	// heal fails then, before Within (see Converges). Zero means a third of
 	// Within, at least 10 s; negative waits out Within.
 	Rest time.Duration
 }

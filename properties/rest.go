@@ -9,7 +9,7 @@ import (
 )
 
 // A case at rest: nothing happened to it for a while and nothing is known
-// to be about to. A deadline property (Converge, MatchesReference) whose
+// to be about to. A deadline property (Converges, MatchesReference) whose
 // state is still wrong at rest fails then, instead of waiting out its
 // deadline: nobody is left to act on it. Most of a failing case's time,
 // and so of a shrink, was that wait.

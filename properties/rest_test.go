@@ -10,8 +10,8 @@ import (
 
 // A case whose predicate stays false fails once it has been at rest for
 // its rest, not at its deadline; anything under way or due puts that off.
-func TestConvergeAtRest(t *testing.T) {
-	p := Converge("app-ready", allReady, ConvergeOptions{Within: 60 * s})
+func TestConvergesAtRest(t *testing.T) {
+	p := Converges("app-ready", allReady, ConvergeOptions{Within: 60 * s})
 	// Ready 2 of 3 from 1 s on; the heal at 1 s; rest is 20 s (a third of
 	// 60 s).
 	stuck := func(end time.Duration) *Trace {
@@ -110,7 +110,7 @@ func TestConvergeAtRest(t *testing.T) {
 	}
 
 	// Rest < 0 waits out the deadline.
-	p = Converge("app-ready", allReady, ConvergeOptions{Within: 60 * s, Rest: -1})
+	p = Converges("app-ready", allReady, ConvergeOptions{Within: 60 * s, Rest: -1})
 	require.False(t, p.Check(stuck(50*s)).Done)
 }
 

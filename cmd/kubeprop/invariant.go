@@ -134,7 +134,7 @@ func (inv Invariant) property(env *invariantEnv, schema map[string]any) (propert
 		}
 	}
 	// It must come to hold on objects: none at the end is not a pass.
-	return properties.Converge(inv.Name, c.check(true), properties.ConvergeOptions{Within: within, Rest: rest}), nil
+	return properties.Converges(inv.Name, c.check(true), properties.ConvergeOptions{Within: within, Rest: rest}), nil
 }
 
 // compiledInvariant is an invariant ready to evaluate.

@@ -48,7 +48,7 @@ func Fixtures(namespace string) []client.Object {
 func Properties() []properties.Property {
 	return []properties.Property{
 		properties.Always("at-most-replicas", AtMostReplicas),
-		properties.Converges("converges", Converged, 30*time.Second),
+		properties.Converges("converges", Converged, properties.ConvergeOptions{Within: 30 * time.Second}),
 		properties.BoundedBackoff(properties.BackoffOptions{}),
 		properties.NoFightLoop(properties.FightOptions{}),
 		properties.Quiescent(properties.QuiesceOptions{Window: 2 * time.Second, Within: 20 * time.Second}),

@@ -54,7 +54,7 @@ func DatabaseSpec(newReconciler func() *database.Reconciler) harness.Spec {
 		},
 		Faults: append(faults.Default(), StorageChange(), faults.VolumeGrowth()),
 		Properties: []properties.Property{
-			properties.Converges("converges", DatabaseConverged, 30*time.Second),
+			properties.Converges("converges", DatabaseConverged, properties.ConvergeOptions{Within: 30 * time.Second}),
 			properties.Func("claims-kept", ClaimsKept),
 			properties.BoundedBackoff(properties.BackoffOptions{}),
 			properties.NoFightLoop(properties.FightOptions{}),

@@ -25,7 +25,7 @@ import (
 // surge, does not fight and goes quiet.
 func DeploymentSpec() harness.Spec {
 	spec := controllerManagerSpec(deploymentFixtures, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-		properties.Converges("converges", deploymentConverged, 30*time.Second),
+		properties.Converges("converges", deploymentConverged, properties.ConvergeOptions{Within: 30 * time.Second}),
 		faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
 		faults.ReadinessFlap(), faults.ScaleChange(faults.ScaleOptions{}), faults.ChildDelete())
 	spec.Properties = append([]properties.Property{properties.Always("at-most-replicas-plus-surge", deploymentWithinSurge)}, spec.Properties...)

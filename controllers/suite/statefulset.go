@@ -35,7 +35,7 @@ import (
 // convergence predicate accepts it.
 func StatefulSetSpec() harness.Spec {
 	spec := controllerManagerSpec(statefulSetFixtures, appsv1.SchemeGroupVersion.WithKind("ControllerRevision"),
-		properties.Converges("converges", statefulSetConverged, 30*time.Second),
+		properties.Converges("converges", statefulSetConverged, properties.ConvergeOptions{Within: 30 * time.Second}),
 		faults.NodeLoss(), faults.NodeRecover(), faults.ContainerKill(faults.ContainerKillOptions{}), faults.CrashLoop(),
 		faults.ReadinessFlap(), faults.LivenessFailure(), faults.ChildDelete(), faults.ScaleChange(faults.ScaleOptions{}), faults.VolumeGrowth())
 	// Claims bind before the pods schedule.

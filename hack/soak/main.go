@@ -217,7 +217,7 @@ func run(targets []soakTarget, cases, seed, every, parallel int, scenarios strin
 		apiserver = "pid " + strconv.Itoa(pid)
 	}
 	fmt.Printf("soak: %d cases of %s, %d at once, seeds %d..%d, a line every %d cases; cluster %s, kube-apiserver %s\n",
-		cases, strings.Join(names, ", "), parallel, seed, seed+cases-1, every, env.Cluster.Dir(), apiserver)
+		cases, strings.Join(names, ", "), parallel, seed, seed+cases-1, every, env.Cluster().Dir(), apiserver)
 
 	// Parallel cases at a time; before each line the cases under way
 	// finish, so that what the line counts in the cluster is what ended
@@ -360,7 +360,7 @@ func countCases[T any](items []T, name func(T) string) int {
 // another cluster on the machine is not measured. The cluster package does
 // not export the process. 0 when it is not found.
 func (s *soak) apiServerPID() int {
-	if s.apiPID > 0 && isAPIServer(s.apiPID, s.env.Cluster.Dir()) {
+	if s.apiPID > 0 && isAPIServer(s.apiPID, s.env.Cluster().Dir()) {
 		return s.apiPID
 	}
 	s.apiPID = 0
@@ -370,7 +370,7 @@ func (s *soak) apiServerPID() int {
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err == nil && isAPIServer(pid, s.env.Cluster.Dir()) {
+		if err == nil && isAPIServer(pid, s.env.Cluster().Dir()) {
 			s.apiPID = pid
 			break
 		}

@@ -58,10 +58,10 @@ type Options struct {
 	NodePicker NodePicker
 }
 
-// MaxTimeScale bounds TimeScale: beyond it the scaled node-monitor period
+// maxTimeScale bounds TimeScale: beyond it the scaled node-monitor period
 // falls under 10 ms of wall time and the control plane spends its time on
 // heartbeats.
-const MaxTimeScale = 500
+const maxTimeScale = 500
 
 func (o Options) withDefaults() Options {
 	if o.TimeScale == 0 {
@@ -74,8 +74,8 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	if !(o.TimeScale >= 1 && o.TimeScale <= MaxTimeScale) { // also catches NaN
-		return fmt.Errorf("TimeScale %v is out of range: it is cluster seconds per wall second, from 1 (real time) up to %d", o.TimeScale, MaxTimeScale)
+	if !(o.TimeScale >= 1 && o.TimeScale <= maxTimeScale) { // also catches NaN
+		return fmt.Errorf("TimeScale %v is out of range: it is cluster seconds per wall second, from 1 (real time) up to %d", o.TimeScale, maxTimeScale)
 	}
 	if o.APIServerPort < 0 || o.APIServerPort > 65535 {
 		return fmt.Errorf("APIServerPort %d is not a TCP port; use 1-65535, or 0 for a free one", o.APIServerPort)

@@ -94,7 +94,7 @@ func (s *Simulator) AddNodeWithLabels(ctx context.Context, name string, labels m
 				KernelVersion:           "6.1.0-kubeprop",
 				OSImage:                 "kubeprop simulated node",
 				ContainerRuntimeVersion: "containerd://2.1.0",
-				KubeletVersion:          KubeletVersion,
+				KubeletVersion:          kubeletVersion,
 				OperatingSystem:         "linux",
 				Architecture:            "amd64",
 			},

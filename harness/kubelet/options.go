@@ -27,8 +27,8 @@ const (
 	crashLoopBackOffReset   = 600 * time.Second
 )
 
-// KubeletVersion is what the simulated nodes report in nodeInfo.
-const KubeletVersion = "v1.37.2"
+// kubeletVersion is what the simulated nodes report in nodeInfo.
+const kubeletVersion = "v1.37.2"
 
 // Options configures a Simulator. The zero value runs on real time with
 // nodes of 32 CPUs, 128 GiB and 110 pods.

@@ -27,7 +27,7 @@ import (
 
 // UserAgent is the simulator's user agent; the API server derives the field
 // manager from it, so its writes show as the kubelet's in managedFields.
-const UserAgent = "kubelet/" + KubeletVersion + " (linux/amd64) kubeprop"
+const UserAgent = "kubelet/" + kubeletVersion + " (linux/amd64) kubeprop"
 
 // Simulator runs simulated nodes and the pods bound to them.
 type Simulator struct {
