@@ -81,7 +81,7 @@ BENCH_FLAGS ?= -focused
 BENCH_REPLAYS ?= 5
 bench: bins
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
-	$(GO) run ./hack/demo -seeds $(BENCH_SEEDS) $(BENCH_FLAGS)
+	$(GO) run ./hack/demo -checks 20 -shrinktime 2m -seeds $(BENCH_SEEDS) $(BENCH_FLAGS)
 	$(GO) test -count=1 -timeout 60m -run '^TestSavedScenarios$$' -v ./controllers -kubeprop.replay.count=$(BENCH_REPLAYS) 2>&1 | \
 		grep -E 'kubeprop: .*(reproduced|passed) [0-9]+ of [0-9]+|failed in [0-9]+ of|held in all|--- FAIL'
 
@@ -94,11 +94,11 @@ bench: bins
 # DEMO_FLAGS passes flags on, e.g. DEMO_FLAGS='-only stalecache -seed 7'.
 demo: bins
 	-@$(MAKE) --no-print-directory chromium
-	$(GO) run ./hack/demo $(DEMO_FLAGS)
+	$(GO) run ./hack/demo -checks 20 -shrinktime 2m $(DEMO_FLAGS)
 
 # The soak: SOAK_CASES cases of the correct PodSet controller (SOAK_TARGETS:
 # comma-separated suite targets) in one process, harness.DefaultParallel at
-# once (SOAK_PARALLEL), each a plan of every fault; a line every 100 cases with the failures, the
+# once (KUBEPROP_PARALLEL), each a plan of every fault; a line every 100 cases with the failures, the
 # process's RSS, heap and goroutines, the case namespaces and pods left and
 # the API server's RSS, then the growth over the run. Not part of test or
 # bench: it runs for an hour or more. SOAK_FLAGS passes flags on, e.g. SOAK_FLAGS='-every 10 -seed 7'.

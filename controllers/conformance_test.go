@@ -24,7 +24,7 @@ import (
 
 var (
 	env *harness.Env
-	// userChecks: -rapid.checks (or RAPID_CHECKS) was given; otherwise a
+	// userChecks: -kubeprop.checks (or KUBEPROP_CHECKS) was given; otherwise a
 	// correct target gets 5 checks and a bug's search up to 20 plans.
 	userChecks bool
 )
@@ -38,12 +38,12 @@ func TestMain(m *testing.M) {
 	// waits for quiescence or a convergence deadline takes 20-40 s, two
 	// run at a time, and a candidate kept has its confirming run in one
 	// of the two slots).
-	userChecks = os.Getenv("RAPID_CHECKS") != "" || flagSet("rapid.checks")
+	userChecks = os.Getenv("KUBEPROP_CHECKS") != "" || flagSet("kubeprop.checks")
 	if !userChecks {
-		_ = flag.Set("rapid.checks", "5")
+		_ = flag.Set("kubeprop.checks", "5")
 	}
-	if !flagSet("rapid.shrinktime") {
-		_ = flag.Set("rapid.shrinktime", "3m")
+	if os.Getenv("KUBEPROP_SHRINKTIME") == "" && !flagSet("kubeprop.shrinktime") {
+		_ = flag.Set("kubeprop.shrinktime", "3m")
 	}
 	// Three targets at a time (unless -parallel says otherwise): most of
 	// a bug's search is a deadline waited out (a convergence failure
@@ -65,12 +65,13 @@ func TestMain(m *testing.M) {
 }
 
 // searchOptions are Check's options (harness.SearchOptionsFromFlags) with
-// one difference: without -rapid.seed (or RAPID_SEED) the seed is 1, not a
+// one difference: without -kubeprop.seed (or KUBEPROP_SEED) the seed is 1, not a
 // random one. The suite gates every landing: it draws the same plans on
 // every run, and a bug missed or a false alarm is not down to the luck of
 // a draw (make bench measures detection over several seeds).
-func searchOptions() harness.SearchOptions {
-	o := harness.SearchOptionsFromFlags()
+func searchOptions(t testing.TB) harness.SearchOptions {
+	o, err := harness.SearchOptionsFromFlags()
+	require.NoError(t, err)
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
@@ -93,7 +94,7 @@ func TestConformance(t *testing.T) {
 		t.Run(target.Name, func(t *testing.T) {
 			// Check replays the scenario of -kubeprop.replay, when given.
 			if flag.Lookup("kubeprop.replay").Value.String() != "" {
-				harness.CheckWith(t, env, target.Spec, searchOptions())
+				harness.CheckWith(t, env, target.Spec, searchOptions(t))
 				return
 			}
 			// Three targets at a time (see TestMain), the correct ones
@@ -102,10 +103,10 @@ func TestConformance(t *testing.T) {
 			// under load is a harness bug).
 			t.Parallel()
 			if target.Correct() {
-				harness.CheckWith(t, env, target.Spec, searchOptions())
+				harness.CheckWith(t, env, target.Spec, searchOptions(t))
 				return
 			}
-			opts := searchOptions()
+			opts := searchOptions(t)
 			if !userChecks {
 				opts.Checks = 20
 			}

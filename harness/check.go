@@ -3,10 +3,9 @@ package harness
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,12 +17,6 @@ import (
 	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
-var replayFlag = flag.String("kubeprop.replay", os.Getenv("KUBEPROP_REPLAY"),
-	"kubeprop: replay this scenario file instead of drawing plans (env KUBEPROP_REPLAY)")
-
-var replayCountFlag = flag.Int("kubeprop.replay.count", envInt("KUBEPROP_REPLAY_COUNT", 1),
-	"kubeprop: replay each scenario this many times, -kubeprop.parallel at a time, and say how many reproduced its failure (env KUBEPROP_REPLAY_COUNT)")
-
 // ScenarioDir is where Check saves the scenarios of failures, under the
 // test's name.
 const ScenarioDir = "testdata/kubeprop"
@@ -31,9 +24,15 @@ const ScenarioDir = "testdata/kubeprop"
 // Replay runs the plan of a scenario file (-kubeprop.replay.count times,
 // -kubeprop.parallel at a time) and checks what it expects: a failure of
 // the named property (in every replay, or in the share expect.rate
-// states), or every property holding.
+// states), or every property holding. With -kubeprop.update, a replay
+// that does not see that rewrites the file's expectation to what it saw
+// (after a deliberate change: a bug fixed, a property renamed) and logs
+// the change, instead of failing.
 func Replay(t TB, env *Env, spec Spec, file string) {
 	t.Helper()
+	if _, err := SearchOptionsFromFlags(); err != nil {
+		t.Fatal(err)
+	}
 	spec = spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		t.Fatal(err)
@@ -88,7 +87,7 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	if count < 1 {
 		t.Fatalf("kubeprop: -kubeprop.replay.count is %d: give how many times to replay each scenario, 1 or more", count)
 	}
-	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: *parallelFlag})
+	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: testSearch.Parallel})
 	if err != nil {
 		t.Fatalf("kubeprop: the harness failed replaying %s: %v", file, err)
 	}
@@ -112,6 +111,14 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline(reps[0]))
 		return
 	}
+	if *updateFlag && !reps.meets(s.Expect) {
+		was, err := updateExpectation(file, s, reps)
+		if err != nil {
+			t.Fatalf("kubeprop: -kubeprop.update: %v", err)
+		}
+		t.Logf("kubeprop: -kubeprop.update rewrote %s: it expected %s, its replays saw %s", file, describeExpect(was), describeExpect(expectationOf(reps, was)))
+		return
+	}
 	switch s.Expect.Outcome {
 	case scenario.Pass:
 		for i, rep := range reps {
@@ -129,13 +136,74 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 		case reproduced >= need:
 			t.Logf("kubeprop: %s reproduced %d of %d (%s)", file, reproduced, n, reps[0].Times)
 		case reproduced == 0:
-			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass\n    timeline:%s",
+			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass (or replay with -kubeprop.update)\n    timeline:%s",
 				file, s.Expect.Property, inAll(n), timeline(reps[missed]))
 		default:
-			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered, or a look at what it now depends on\n    timeline of a replay that passed:%s",
+			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered (-kubeprop.update), or a look at what it now depends on\n    timeline of a replay that passed:%s",
 				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, s.Expect.Share(), timeline(reps[missed]))
 		}
 	}
+}
+
+// expectationOf is what the replays reps saw, as a scenario expects it:
+// every property held, or a property failed, in all or in a share of
+// them. Of several properties failing, the one expected stays when it
+// failed in any replay; else the one that failed in the most.
+func expectationOf(reps Replays, expected scenario.Expect) scenario.Expect {
+	if reps.Failing("") == 0 {
+		return scenario.Expect{Outcome: scenario.Pass}
+	}
+	property := expected.Property
+	if reps.Failing(property) == 0 || expected.Outcome != scenario.Fail {
+		counts := map[string]int{}
+		for _, rep := range reps {
+			for _, f := range rep.Failures {
+				counts[f.Property]++
+			}
+		}
+		property = ""
+		for _, name := range slices.Sorted(maps.Keys(counts)) {
+			if property == "" || counts[name] > counts[property] {
+				property = name
+			}
+		}
+	}
+	out := scenario.Expect{Outcome: scenario.Fail, Property: property}
+	for _, rep := range reps {
+		if i := slices.IndexFunc(rep.Failures, func(f Failure) bool { return f.Property == property }); i >= 0 {
+			out.Message = rep.Failures[i].Message
+			break
+		}
+	}
+	if k, n := reps.Failing(property), len(reps); k < n {
+		out.Rate = ShrinkStats{Replays: n, Reproduced: k}.rate()
+	}
+	return out
+}
+
+// updateExpectation rewrites the scenario s of file to expect what reps
+// saw, and returns what it expected before.
+func updateExpectation(file string, s scenario.Scenario, reps Replays) (was scenario.Expect, _ error) {
+	was, s.Expect = s.Expect, expectationOf(reps, s.Expect)
+	return was, s.Write(file)
+}
+
+// meets is whether reps see what expected expects, as a replay judges.
+func (r Replays) meets(expected scenario.Expect) bool {
+	if expected.Outcome == scenario.Pass {
+		return r.Failing("") == 0
+	}
+	return r.Failing(expected.Property) >= expected.Needed(len(r))
+}
+
+func describeExpect(e scenario.Expect) string {
+	switch {
+	case e.Outcome == scenario.Pass:
+		return "pass"
+	case e.Rate > 0:
+		return fmt.Sprintf("fail %s at rate %v", e.Property, e.Rate)
+	}
+	return "fail " + e.Property
 }
 
 func inAll(n int) string {

@@ -124,7 +124,7 @@ func TestFightNamesItsWriters(t *testing.T) {
 	t.Log(fight)
 }
 
-// TestCheckCorrectController draws plans (-rapid.checks of them) for a
+// TestCheckCorrectController draws plans (-kubeprop.checks of them) for a
 // correct controller: none may fail.
 func TestCheckCorrectController(t *testing.T) {
 	t.Parallel()
@@ -187,7 +187,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	start := time.Now()
 	// The churning controller never settles: short caps and a short
 	// quiescence deadline keep its cases short, so that shrinking (within
-	// -rapid.shrinktime) gets to the minimum.
+	// -kubeprop.shrinktime) gets to the minimum.
 	spec := widgetSpec(true)
 	spec.Setup, spec.SettleCap = 3*time.Second, time.Second
 	spec.Properties[3] = properties.Quiescent(properties.QuiesceOptions{Window: time.Second, Within: 2 * time.Second})

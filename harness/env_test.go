@@ -46,11 +46,11 @@ func TestMain(m *testing.M) {
 	// A case takes seconds on the hollow cluster: unless told otherwise,
 	// draw 5 plans per check, not rapid's 100, and give shrinking 60 s.
 	flag.Parse()
-	if os.Getenv("RAPID_CHECKS") == "" && !flagSet("rapid.checks") {
-		_ = flag.Set("rapid.checks", "5")
+	if os.Getenv("KUBEPROP_CHECKS") == "" && !flagSet("kubeprop.checks") {
+		_ = flag.Set("kubeprop.checks", "5")
 	}
-	if !flagSet("rapid.shrinktime") {
-		_ = flag.Set("rapid.shrinktime", "60s")
+	if os.Getenv("KUBEPROP_SHRINKTIME") == "" && !flagSet("kubeprop.shrinktime") {
+		_ = flag.Set("kubeprop.shrinktime", "60s")
 	}
 	env = harness.MustStart(harness.EnvOptions{
 		TimeScale:         testTimeScale,

@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,19 +57,11 @@ import (
 // earlier pass, placed after the one taken but judged before it) counts
 // without a run. The search's draws keep only the failure they take.
 
-var parallelFlag = flag.Int("kubeprop.parallel", envInt("KUBEPROP_PARALLEL", 0),
-	"kubeprop: cases run at once in a search (env KUBEPROP_PARALLEL; 0: harness.DefaultParallel)")
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
 // SearchOptions configure a search (Check, Find). The zero value is 100
-// plans from a random seed, 30 s of shrinking, DefaultParallel cases at a
-// time, and scenarios under testdata/kubeprop/<name>.
+// plans from a random seed, 1 m of shrinking, DefaultParallel cases at a
+// time, and scenarios under testdata/kubeprop/<name>. go test, kubeprop
+// run, the demo and the soak take the same settings by the same names
+// (SearchFlags).
 type SearchOptions struct {
 	// Checks is how many plans to draw. Zero means 100.
 	Checks int
@@ -79,7 +69,7 @@ type SearchOptions struct {
 	// Zero draws a random one, which the finding names.
 	Seed uint64
 	// ShrinkTime bounds shrinking, from the first failure on. Zero means
-	// 30 s.
+	// 1 m.
 	ShrinkTime time.Duration
 	// Parallel is how many cases run at once, in the search and in each
 	// shrink pass: 1 to 64. Zero means DefaultParallel().
@@ -96,6 +86,13 @@ type SearchOptions struct {
 	// than once). Called as OnCase is.
 	OnSkip func(plan []faults.Step)
 }
+
+// The search's defaults: what zero SearchOptions.Checks and ShrinkTime
+// mean.
+const (
+	DefaultChecks     = 100
+	DefaultShrinkTime = time.Minute
+)
 
 // MaxParallel bounds SearchOptions.Parallel.
 const MaxParallel = 64
@@ -118,13 +115,13 @@ const (
 
 func (o SearchOptions) withDefaults(name string) SearchOptions {
 	if o.Checks == 0 {
-		o.Checks = 100
+		o.Checks = DefaultChecks
 	}
 	if o.Seed == 0 {
 		o.Seed = rand.Uint64()
 	}
 	if o.ShrinkTime == 0 {
-		o.ShrinkTime = 30 * time.Second
+		o.ShrinkTime = DefaultShrinkTime
 	}
 	if o.Parallel == 0 {
 		o.Parallel = DefaultParallel()
@@ -138,10 +135,10 @@ func (o SearchOptions) withDefaults(name string) SearchOptions {
 func (o SearchOptions) validate() error {
 	var errs []error
 	if o.Checks < 0 {
-		errs = append(errs, fmt.Errorf("SearchOptions.Checks is %d: give a number of plans, or 0 for 100", o.Checks))
+		errs = append(errs, fmt.Errorf("SearchOptions.Checks is %d: give a number of plans, or 0 for %d", o.Checks, DefaultChecks))
 	}
 	if o.ShrinkTime < 0 {
-		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for 30s", o.ShrinkTime))
+		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for %v", o.ShrinkTime, DefaultShrinkTime))
 	}
 	if o.Parallel < 0 || o.Parallel > MaxParallel {
 		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for the default (%d)", o.Parallel, MaxParallel, DefaultParallel()))
@@ -174,33 +171,23 @@ func writable(dir string) error {
 	}
 }
 
-// SearchOptionsFromFlags is what Check searches with: rapid's flags
-// (-rapid.checks, -rapid.seed, -rapid.shrinktime and their RAPID_* twins)
-// and -kubeprop.parallel.
-func SearchOptionsFromFlags() SearchOptions {
-	var o SearchOptions
-	if f := flag.Lookup("rapid.checks"); f != nil {
-		o.Checks, _ = strconv.Atoi(f.Value.String())
-	}
-	if f := flag.Lookup("rapid.seed"); f != nil {
-		o.Seed, _ = strconv.ParseUint(f.Value.String(), 10, 64)
-	}
-	if f := flag.Lookup("rapid.shrinktime"); f != nil {
-		o.ShrinkTime, _ = time.ParseDuration(f.Value.String())
-	}
-	o.Parallel = *parallelFlag
-	return o
-}
-
 // Check draws fault plans and runs each on env; a property failure is
 // shrunk to a minimal plan, printed with its timeline, saved as a scenario
-// file and given a replay command. It searches with rapid's flags
-// (-rapid.checks, -rapid.seed, -rapid.shrinktime, and their RAPID_*
-// twins) and -kubeprop.parallel; CheckWith takes the options as a value.
-// With -kubeprop.replay=FILE it replays that scenario instead.
+// file and given a replay command. It searches with the flags
+// -kubeprop.checks, -kubeprop.seed, -kubeprop.shrinktime and
+// -kubeprop.parallel, and their KUBEPROP_* twins (SearchOptionsFromFlags);
+// CheckWith takes the options as a value. With -kubeprop.replay=FILE it
+// replays that scenario instead.
 func Check(t TB, env *Env, spec Spec) {
 	t.Helper()
-	CheckWith(t, env, spec, SearchOptionsFromFlags())
+	opts, err := SearchOptionsFromFlags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ignored := range ignoredRapidFlags() {
+		t.Logf("kubeprop: %s", ignored)
+	}
+	CheckWith(t, env, spec, opts)
 }
 
 // CheckWith is Check with the search's options given.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -130,15 +131,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay. It ends with a summary line: plans run,\nfailing cases, time, seed.\n", stderr)
-	checks := fs.Int("checks", 0, "fault plans to draw (default: the spec's checks, or 20)")
-	seed := fs.Uint64("seed", 0, "the search's seed, to repeat it (0: random)")
-	parallel := fs.Int("parallel", 0, fmt.Sprintf("cases run at once, 1 to %d (0: the default, %d)", harness.MaxParallel, harness.DefaultParallel()))
-	shrink := fs.Duration("shrink-time", time.Minute, "time budget for shrinking a failure")
+	// The search's settings, as go test's -kubeprop.* flags name them;
+	// -checks 0 takes the spec's checks first.
+	opts, envErr := harness.SearchFlags(fs, "")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
 	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case for the spec")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
 	if code, ok := parse(fs, args, 1, stderr); !ok {
 		return code
+	}
+	if envErr != nil {
+		return badInput(stderr, envErr)
 	}
 	junit, err := newJUnit(*junitPath, "kubeprop.run")
 	if err != nil {
@@ -148,15 +151,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	n := *checks
-	if n == 0 {
-		n = l.checks
+	if opts.Checks == 0 {
+		opts.Checks = cmp.Or(l.checks, harness.DefaultChecks)
 	}
-	if n == 0 {
-		n = 20
-	}
-	if *seed == 0 {
-		*seed = rand.Uint64() // drawn here, so that the summary names it
+	if opts.Seed == 0 {
+		opts.Seed = rand.Uint64() // drawn here, so that the summary names it
 	}
 	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
 	// The plans drawn and run, those of them that failed, the plans drawn
@@ -175,13 +174,12 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		if n := again.Load(); n > 0 {
 			plans += fmt.Sprintf(" (and %d drawn again, not run twice)", n)
 		}
-		fmt.Fprintf(stdout, "%s, %d failures, %d shrink runs, %s, seed %d\n", plans, failing.Load(), shrinkRuns.Load(), time.Since(started).Round(time.Second), *seed)
+		fmt.Fprintf(stdout, "%s, %d failures, %d shrink runs, %s, seed %d\n", plans, failing.Load(), shrinkRuns.Load(), time.Since(started).Round(time.Second), opts.Seed)
 		return code
 	}
 	harnessError := func(err error) int {
 		return finish(junitCase{Error: &junitProblem{Message: err.Error(), Type: "harness", Text: err.Error()}}, badInput(stderr, err))
 	}
-	opts := harness.SearchOptions{Checks: n, Seed: *seed, ShrinkTime: *shrink, Parallel: *parallel}
 	opts.OnCase = func(rep *harness.Report) {
 		verdict := "pass"
 		if rep.Failed() {
@@ -214,8 +212,8 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		*out = filepath.Dir(fs.Arg(0))
 	}
 	opts.Dir = filepath.Join(*out, harness.ScenarioDir, name)
-	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s, seed %d\n", n, l.path, *seed)
-	f, err := harness.Find(env, l.spec, name, opts)
+	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s, seed %d\n", opts.Checks, l.path, opts.Seed)
+	f, err := harness.Find(env, l.spec, name, *opts)
 	if err != nil {
 		return harnessError(err)
 	}

@@ -152,7 +152,7 @@ func TestRunAndReplay(t *testing.T) {
 	require.Regexp(t, `(?m)^3 plans, 0 failures, 0 shrink runs, \d+m?\d*s, seed 7\n$`, stdout, "the summary line ends the output")
 
 	report := filepath.Join(out, "run.xml")
-	code, stdout, stderr := kubeprop(t, "run", "-shrink-time", "20s", "-out", out, "--junit", report, "../../testdata/podset/nobackoff.yaml")
+	code, stdout, stderr := kubeprop(t, "run", "-shrinktime", "20s", "-out", out, "--junit", report, "../../testdata/podset/nobackoff.yaml")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, stdout, "FAIL nobackoff: bounded-backoff: ")
 	// The plans drawn, their failures and the shrink's runs, counted apart

@@ -113,7 +113,7 @@ func TestOutsideRepository(t *testing.T) {
 	stdout, stderr := goCmd("run", "github.com/kubeprop/kubeprop/cmd/kubeprop", "bins", "--print-path")
 	require.Equal(t, dir+"\n", stdout)
 	require.Equal(t, 4, strings.Count(stderr, "there already"), stderr)
-	out, _ := goCmd("test", "-count=1", "-v", "-run", "TestConformance", ".", "-rapid.checks=2")
+	out, _ := goCmd("test", "-count=1", "-v", "-run", "TestConformance", ".", "-kubeprop.checks=2")
 	require.Contains(t, out, "--- PASS: TestConformance")
 }
 

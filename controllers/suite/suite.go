@@ -51,7 +51,7 @@ type Target struct {
 	Reveal []string
 	// ShrinkTime is the least shrink budget the bug needs to reach its
 	// minimal plan (a case that waits out an eviction and a convergence
-	// deadline takes most of a minute); zero leaves -rapid.shrinktime.
+	// deadline takes most of a minute); zero leaves -kubeprop.shrinktime.
 	ShrinkTime time.Duration
 }
 

@@ -8,9 +8,10 @@
 // which make test replays, are left as they are.
 //
 // Run it from the repository's root: make demo. Flags: -only NAME,
-// -checks (plans per controller, default 20), -shrinktime (2m), -seed,
-// -parallel (cases at once in all), -targets (controllers searched at
-// once, sharing -parallel), -reference (add matches-reference to every
+// -checks (plans per controller), -shrinktime, -seed, -parallel (cases at
+// once in all) are the search's settings, named and defaulted as go
+// test's -kubeprop.* flags (make demo gives -checks 20 -shrinktime 2m);
+// -targets (controllers searched at once, sharing -parallel), -reference (add matches-reference to every
 // target's properties, default true); -seeds N measures detection over N
 // seeds instead (make bench, which searches as go test does: without
 // matches-reference); -memprofile FILE writes what the run still holds at
@@ -51,14 +52,18 @@ func main() {
 	seeds := flag.Int("seeds", 0, "instead of the demo, measure detection over seeds 1..N (make bench)")
 	flag.BoolVar(&focused, "focused", false, "search each bug with the faults that reveal it only, as go test does")
 	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
-	flag.IntVar(&search.Checks, "checks", 20, "plans per controller")
-	flag.Uint64Var(&search.Seed, "seed", 0, "the searches' seed (0: random)")
-	flag.DurationVar(&search.ShrinkTime, "shrinktime", 2*time.Minute, "time budget for shrinking a failure")
-	flag.IntVar(&search.Parallel, "parallel", 0, "cases run at once (0: the default)")
+	// -checks, -seed, -shrinktime and -parallel, as go test's -kubeprop.*
+	// flags name them, with the same defaults (make demo gives -checks 20).
+	searchFlags, envErr := harness.SearchFlags(flag.CommandLine, "")
 	flag.IntVar(&targetsAtOnce, "targets", 4, "controllers searched at once; they share -parallel (the demo only: the bench searches one at a time)")
 	flag.BoolVar(&reference, "reference", true, "the demo only: judge every case against its reference run too (properties.MatchesReference), the oracle that needs no predicate")
 	flag.BoolVar(&generic, "generic", false, "the demo only: judge with the general properties alone (the targets' own predicates left out; matches-reference in, whatever -reference says)")
 	flag.Parse()
+	if envErr != nil {
+		fmt.Fprintln(os.Stderr, "demo:", envErr)
+		os.Exit(2)
+	}
+	search = *searchFlags
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	os.Exit(run(*only, *seeds, *memProfile))

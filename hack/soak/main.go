@@ -26,8 +26,8 @@
 // Run it from the repository's root: make soak (SOAK_CASES, SOAK_TARGETS,
 // SOAK_FLAGS). Flags: -cases N (env SOAK_CASES, default 1000), -targets
 // a,b (env SOAK_TARGETS, default podset; several targets take turns case
-// by case), -seed S (SOAK_SEED, default 1), -every N (SOAK_EVERY, default
-// 100), -parallel N (SOAK_PARALLEL), -scenarios DIR (default reports/soak). The exit code is 0 when no
+// by case), -seed S (KUBEPROP_SEED, default random), -every N (SOAK_EVERY,
+// default 100), -parallel N (KUBEPROP_PARALLEL), -scenarios DIR (default reports/soak). The exit code is 0 when no
 // case failed and the harness never erred, 1 otherwise, 2 for bad flags or
 // a cluster that did not start.
 package main
@@ -38,6 +38,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -68,9 +69,12 @@ const casePrefix = "kp-"
 func main() {
 	cases := flag.Int("cases", envInt("SOAK_CASES", 1000), "cases to run in all (env SOAK_CASES)")
 	targets := flag.String("targets", envString("SOAK_TARGETS", "podset"), "comma-separated names of controllers/suite targets; several take turns case by case (env SOAK_TARGETS)")
-	seed := flag.Int("seed", envInt("SOAK_SEED", 1), "case i (from 0) draws its plan with seed+i (env SOAK_SEED)")
+	// -seed and -parallel are the search's settings, as go test's
+	// -kubeprop.* flags name them (their env twins KUBEPROP_SEED and
+	// KUBEPROP_PARALLEL).
+	seed := flag.Int("seed", envInt(harness.EnvTwin("seed"), 0), "case i (from 0) draws its plan with seed+i; 0: a random seed, printed (env "+harness.EnvTwin("seed")+")")
 	every := flag.Int("every", envInt("SOAK_EVERY", 100), "print a line every this many cases (env SOAK_EVERY)")
-	parallel := flag.Int("parallel", envInt("SOAK_PARALLEL", harness.DefaultParallel()), "cases at once (env SOAK_PARALLEL)")
+	parallel := flag.Int("parallel", envInt(harness.EnvTwin("parallel"), harness.DefaultParallel()), "cases at once (env "+harness.EnvTwin("parallel")+")")
 	scenarios := flag.String("scenarios", "reports/soak", "save the scenarios of failures under this folder, by target")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
@@ -83,6 +87,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(2)
+	}
+	if *seed == 0 {
+		*seed = rand.IntN(1_000_000) + 1
 	}
 	os.Exit(run(chosen, *cases, *seed, *every, *parallel, *scenarios))
 }

@@ -1,0 +1,87 @@
+package harness
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/scenario"
+)
+
+// TestSearchFlags: each setting is a flag under the prefix, set from its
+// env twin, which a flag given overrides; a twin that does not parse is
+// an error naming it and what it takes.
+func TestSearchFlags(t *testing.T) {
+	require.Equal(t, "KUBEPROP_SHRINKTIME", EnvTwin("shrinktime"))
+	require.Equal(t, "KUBEPROP_REPLAY_COUNT", EnvTwin("replay.count"))
+
+	t.Setenv("KUBEPROP_CHECKS", "7")
+	t.Setenv("KUBEPROP_SHRINKTIME", "90s")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o, err := SearchFlags(fs, "x.")
+	require.NoError(t, err)
+	require.Equal(t, SearchOptions{Checks: 7, ShrinkTime: 90 * time.Second}, *o, "from the twins")
+	require.NoError(t, fs.Parse([]string{"-x.checks=9", "-x.seed", "42", "-x.parallel=3"}))
+	require.Equal(t, SearchOptions{Checks: 9, Seed: 42, ShrinkTime: 90 * time.Second, Parallel: 3}, *o, "the flags over the twins")
+	require.Error(t, fs.Parse([]string{"-x.seed=-1"}))
+
+	t.Setenv("KUBEPROP_SHRINKTIME", "soon")
+	t.Setenv("KUBEPROP_PARALLEL", "four")
+	_, err = SearchFlags(flag.NewFlagSet("test", flag.ContinueOnError), "")
+	require.ErrorContains(t, err, `$KUBEPROP_SHRINKTIME is "soon": not a duration such as 90s or 2m`)
+	require.ErrorContains(t, err, `$KUBEPROP_PARALLEL is "four": not a whole number`)
+}
+
+// TestUpdateExpectation: -kubeprop.update rewrites a scenario to expect
+// what its replays saw: every property held, or the property that failed
+// (the one expected while it still fails, else the one that failed most),
+// at the rate it reproduced when that was not every time.
+func TestUpdateExpectation(t *testing.T) {
+	failed := func(props ...string) *Report {
+		rep := &Report{}
+		for _, p := range props {
+			rep.Failures = append(rep.Failures, Failure{Property: p, Message: p + " failed"})
+		}
+		return rep
+	}
+	fail := func(p string, rate float64) scenario.Expect {
+		return scenario.Expect{Outcome: scenario.Fail, Property: p, Message: p + " failed", Rate: rate}
+	}
+	pass := scenario.Expect{Outcome: scenario.Pass}
+	for _, c := range []struct {
+		name     string
+		expected scenario.Expect
+		reps     Replays
+		meets    bool
+		seen     scenario.Expect
+	}{
+		{"fixed", fail("converges", 0), Replays{failed(), failed()}, false, pass},
+		{"a new failure", pass, Replays{failed("quiescent"), failed("converges", "quiescent")}, false, fail("quiescent", 0)},
+		{"less often", fail("converges", 0), Replays{failed("converges"), failed(), failed()}, false, fail("converges", 0.33)},
+		{"as often as stated", fail("converges", 0.3), Replays{failed("converges"), failed(), failed()}, true, fail("converges", 0.33)},
+		{"the expected one kept", fail("converges", 0), Replays{failed("quiescent"), failed("quiescent", "converges")}, false, fail("converges", 0.5)},
+		{"another one instead", fail("converges", 0), Replays{failed("quiescent"), failed("no-panics")}, false, fail("no-panics", 0.5)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.meets, c.reps.meets(c.expected))
+			require.Equal(t, c.seen, expectationOf(c.reps, c.expected))
+		})
+	}
+
+	file := filepath.Join(t.TempDir(), "testdata", "kubeprop", "TestX", "converges-1.yaml")
+	plan := []faults.Step{faults.NodeLossStep{Node: 1}}
+	s, err := scenario.New(plan, "TestX", fail("converges", 0))
+	require.NoError(t, err)
+	require.NoError(t, s.Write(file))
+	was, err := updateExpectation(file, s, Replays{failed()})
+	require.NoError(t, err)
+	require.Equal(t, fail("converges", 0), was)
+	s, steps, err := scenario.ReadPlan(file, faults.Catalog())
+	require.NoError(t, err)
+	require.Equal(t, pass, s.Expect, "rewritten")
+	require.Equal(t, faults.FormatPlan(plan), faults.FormatPlan(steps), "the plan as it was")
+}
