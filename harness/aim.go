@@ -2,16 +2,12 @@ package harness
 
 import (
 	"cmp"
-	"context"
 	"math"
 	"slices"
-	"sort"
-	"sync"
 
 	"pgregory.net/rapid"
 
 	"github.com/kubeprop/kubeprop/faults"
-	"github.com/kubeprop/kubeprop/properties"
 )
 
 // Plans aimed at the controller (faults.Aimer): half of a search's plans,
@@ -31,72 +27,6 @@ import (
 // The even plans are drawn as before (faults.Plan), so a seed draws the
 // same plans whatever Parallel is, as long as the controller's distinct
 // writes are the same in every probe.
-
-// planSet is a search's plans, some drawn later.
-type planSet struct {
-	mu    sync.Mutex
-	plans [][]faults.Step // nil: not drawn yet
-	drawn chan struct{}   // closed once every plan is drawn
-}
-
-// drawnPlans is a planSet of plans all drawn.
-func drawnPlans(plans [][]faults.Step) *planSet {
-	p := &planSet{plans: plans, drawn: make(chan struct{})}
-	close(p.drawn)
-	return p
-}
-
-func (p *planSet) len() int { return len(p.plans) }
-
-// at is plan i, or nil while it is not drawn.
-func (p *planSet) at(i int) []faults.Step {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.plans[i]
-}
-
-// fill draws every plan not drawn yet with draw, and tells the search.
-func (p *planSet) fill(draw func(i int) []faults.Step) {
-	p.mu.Lock()
-	for i := range p.plans {
-		if p.plans[i] == nil {
-			p.plans[i] = draw(i)
-		}
-	}
-	p.mu.Unlock()
-	close(p.drawn)
-}
-
-// seeds are the seeds of a search's n plans, as rapid.Check's checks
-// step them (S, S+1, S+3, S+6, ...).
-func seeds(seed uint64, n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		seed += uint64(i)
-		out[i] = int(seed)
-	}
-	return out
-}
-
-// searchPlans draws n plans from seed, as rapid.Check's checks do.
-func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]faults.Step {
-	plans := make([][]faults.Step, n)
-	for i, s := range seeds(seed, n) {
-		plans[i] = gen.Example(s)
-	}
-	return plans
-}
-
-// probed is what the search's probe saw the controller do: its writes,
-// and the user changes after which it made each; known is false when no
-// probe ran to its end.
-type probed struct {
-	known    bool
-	writes   []faults.WriteMatch
-	provoked map[faults.WriteMatch][]string
-	setup    map[faults.WriteMatch]bool // made before the first user change
-	watched  []string                   // the resources it watched
-}
 
 // aimedPlans are the spec's aimed plan generators for the controller's
 // writes (not known: aimed at every write).
@@ -307,129 +237,4 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 func endsInBurst(plan []faults.Step) bool {
 	_, burst := plan[len(plan)-1].(faults.BurstStep)
 	return burst
-}
-
-// plans are the search's plans: the even ones drawn now, the odd ones
-// aimed, the first half of those drawn now, the rest once the probe
-// (started here, ended by ctx) showed the controller's writes.
-func (s *searcher) plans(ctx context.Context) *planSet {
-	n, seed := s.opts.Checks, s.opts.Seed
-	ps := &planSet{plans: make([][]faults.Step, n), drawn: make(chan struct{})}
-	ss := seeds(seed, n)
-	random := s.spec.Plans()
-	for i := 0; i < n; i += 2 {
-		ps.plans[i] = random.Example(ss[i])
-	}
-	maxSteps := s.spec.withDefaults().MaxSteps
-	// fillAimed draws the odd plans not drawn yet, plan i being draw's
-	// plan i/2 - skip.
-	fillAimed := func(draw func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]), skip int) {
-		ps.fill(func(i int) []faults.Step {
-			plan, _ := draw(i/2-skip, ss[i])
-			return plan
-		})
-	}
-	odd := n / 2
-	unknown := s.spec.aimedPlans(probed{})
-	needNoWrite := s.spec.aimedPlans(probed{known: true})
-	if len(unknown) == len(needNoWrite) {
-		// No aim depends on the writes: no probe.
-		fillAimed(joinedAims(rotated(unknown, seed), odd, maxSteps, random), 0)
-		return ps
-	}
-	// Now: the armed aims, those at what the controller may make, then
-	// those that need no write (the same once the writes are known).
-	early := (odd + 1) / 2
-	noWrite := map[string]bool{}
-	for _, g := range needNoWrite {
-		noWrite[aimKey(g)] = true
-	}
-	now := joinedAims(aimsFirst(unknown, noWrite, seed), early, maxSteps, random)
-	taken, tried := map[string]bool{}, map[string]int{}
-	for j := range early {
-		plan, aims := now(j, ss[2*j+1])
-		ps.plans[2*j+1] = plan
-		for _, g := range aims {
-			taken[aimKey(g)] = true
-			tried[aimedFault(g.Example(0))]++
-		}
-	}
-	s.startCase(func() {
-		p, tornDown, _ := s.probe(ctx, s.env, s.spec)
-		var rest []*rapid.Generator[[]faults.Step]
-		for _, g := range s.spec.aimedPlans(p) {
-			if !taken[aimKey(g)] {
-				rest = append(rest, g)
-			}
-		}
-		fillAimed(joinedAims(rarestFirst(rest, p, tried, seed), odd-early, maxSteps, random), early)
-		tornDown() // in the probe's slot
-	})
-	return ps
-}
-
-// probeWrites runs the spec's fixtures and one of each of its user
-// changes (but bursts), with no fault, each until 2 s quiet (at most
-// 30 s), and returns the controller's distinct writes in the case's
-// namespace (not its leases and Events: see inject's aimed), each with
-// the user changes it followed, and the resources it watched. The user changes are each fault's first example, so that
-// every probe makes the same ones. It returns as soon as the probe is
-// judged, before its teardown (a stateful operator's takes seconds:
-// claims and volumes); tornDown returns once that has ended.
-func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown func(), _ error) {
-	spec = spec.withDefaults()
-	objects := spec.fixtureObjects()
-	c := faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects}
-	var plan []faults.Step
-	for _, f := range spec.Faults {
-		st := f.Steps(c).Example(1)
-		if _, burst := st.(faults.BurstStep); faults.IsUserChange(st) && !burst {
-			plan = append(plan, st)
-		}
-	}
-	spec.Properties = []properties.Property{quietEnd}
-	// Each change settles as the probe's end does: a write that comes
-	// seconds after its change (a claim resized once the operator has
-	// waited for its members) is the change's, not the next one's.
-	spec.SettleQuiet, spec.SettleCap = max(spec.SettleQuiet, quietEnd.quiet), max(spec.SettleCap, quietEnd.within)
-	rep, tornDown, err := runJudged(ctx, env, spec, plan)
-	if err != nil {
-		return probed{}, tornDown, err
-	}
-	p := controllerWrites(rep.Trace, rep.Namespace, plan)
-	p.known, p.watched = true, rep.watched
-	return p, tornDown, nil
-}
-
-// controllerWrites are the distinct writes the controller made in
-// namespace that went through, sorted, and for each the faults of the
-// steps of plan (all user changes, as a trace's user events) it came
-// after: the last one before it.
-func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step) probed {
-	steps := tr.UserChanges()
-	p := probed{provoked: map[faults.WriteMatch][]string{}, setup: map[faults.WriteMatch]bool{}}
-	for _, r := range tr.Requests {
-		if r.User != tr.Controller || tr.Controller == "" || r.Namespace != namespace || r.Code >= 300 ||
-			!slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) ||
-			r.Resource == "leases" || r.Resource == "events" {
-			continue
-		}
-		w := faults.WriteMatch{Verb: r.Verb, Resource: r.ResourcePath()}
-		p.writes = append(p.writes, w)
-		// The step before the write: the last to begin at or before it.
-		k := sort.Search(len(steps), func(i int) bool { return steps[i].After(r.At) }) - 1
-		if k < 0 {
-			p.setup[w] = true
-		}
-		if k >= 0 && k < len(plan) {
-			if name := plan[k].Fault(); !slices.Contains(p.provoked[w], name) {
-				p.provoked[w] = append(p.provoked[w], name)
-			}
-		}
-	}
-	p.writes = faults.SortWrites(p.writes)
-	for _, names := range p.provoked {
-		slices.Sort(names) // the same plans whatever order the writes came in
-	}
-	return p
 }

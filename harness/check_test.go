@@ -363,3 +363,37 @@ func TestReplayCountsReproductions(t *testing.T) {
 	require.Contains(t, tb.output(), "property quiescent failed in 2 of 4 replays (0.50), and the scenario expects at least 3 (expect.rate 0.75)")
 	require.Equal(t, int32(8), starts.Load(), "one controller instance per replay")
 }
+
+// TestSearchPlansAreFindsPlans: SearchPlans draws the plans a search with
+// the same options runs, its probe included, so that a run of many cases
+// (the soak) draws as Find does.
+func TestSearchPlansAreFindsPlans(t *testing.T) {
+	t.Parallel()
+	spec := widgetSpec(false)
+	spec.Faults = []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.APIErrors(), faults.ContainerKill(faults.ContainerKillOptions{})}
+	opts := harness.SearchOptions{Checks: 6, Seed: 7, Parallel: 3, Dir: t.TempDir()}
+	plans, err := harness.SearchPlans(t.Context(), env, spec, opts)
+	require.NoError(t, err)
+	require.Len(t, plans, 6)
+	var drawn []string
+	for _, p := range plans {
+		drawn = append(drawn, faults.FormatPlan(p))
+	}
+	require.Contains(t, strings.Join(drawn, "\n"), "Verb: ", "aimed at a write the probe saw:\n%s", strings.Join(drawn, "\n"))
+	var mu sync.Mutex
+	var ran []string
+	opts.OnCase = func(rep *harness.Report) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, faults.FormatPlan(rep.Plan))
+	}
+	opts.OnSkip = func(plan []faults.Step) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, faults.FormatPlan(plan))
+	}
+	f, err := harness.Find(env, spec, "search-plans", opts)
+	require.NoError(t, err)
+	require.Nil(t, f)
+	require.ElementsMatch(t, drawn, ran)
+}

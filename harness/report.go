@@ -1,424 +1,118 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
-	"html/template"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubeprop/kubeprop/faults"
-	"github.com/kubeprop/kubeprop/harness/internal/inject"
 	"github.com/kubeprop/kubeprop/properties"
 )
 
-// timelineHTML is the case as one self-contained page: the verdicts, then
-// the timeline as SVG: a row for the failing property's evidence, one per
-// fault step (its window shaded) and per user change, the controller's
-// requests coloured by outcome, the writes per field manager, and the heal.
-// When a failure's evidence takes a small part of the case (a streak of
-// retries in a second of a minute), a second panel zooms in on it. Then
-// the evidence listed, and the text timeline. It fits a 1280 px window:
-// the SVG scales down to the page's width, labels sit one per row, and
-// the text wraps. Times are seconds from the case's start.
-var timelineHTML = template.Must(template.New("timeline").Parse(`<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>kubeprop: {{.Title}}</title>
-<style>
-body { font-family: sans-serif; margin: 1.5em; max-width: 1200px; }
-h1 { font-size: 1.4em; overflow-wrap: anywhere; }
-h2 { font-size: 1.15em; }
-pre { background: #f6f6f6; padding: 1em; white-space: pre-wrap; overflow-wrap: anywhere; }
-code { overflow-wrap: anywhere; }
-.fail { color: #b00020; } .pass { color: #1b5e20; }
-svg { display: block; max-width: 100%; height: auto; }
-svg text { font-size: 11px; font-family: monospace; }
-.legend span { display: inline-block; margin-right: 1.2em; font-size: 0.9em; }
-.legend i { display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.3em; vertical-align: middle; }
-table { border-collapse: collapse; font-size: 0.9em; }
-td, th { padding: 0.15em 0.8em 0.15em 0; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-td.at { white-space: nowrap; font-family: monospace; }
-</style></head><body>
-<h1>{{.Title}}</h1>
-<p>plan: <code>{{.Plan}}</code></p>
-<ul class="verdicts">{{range .Verdicts}}<li class="{{.Class}}">{{.Message}}{{if .Detail}}<pre>{{.Detail}}</pre>{{end}}</li>{{end}}</ul>
-<p class="legend"><span><i style="background:#2e7d32"></i>request ok</span><span><i style="background:#ef6c00"></i>refused by a fault</span><span><i style="background:#c62828"></i>error from the API server</span><span><i style="background:#1565c0"></i>write</span><span><i style="background:#ffcc80"></i>fault window</span><span><i style="background:#6a1b9a"></i>user change</span>{{if .Evidence}}<span><i style="background:#d50000"></i>evidence</span>{{end}}</p>
-{{range .Panels}}<h2>{{.Caption}}</h2>
-<svg class="timeline {{.Class}}" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" xmlns="http://www.w3.org/2000/svg">
-{{$p := .}}{{range .Bands}}<rect class="evidence-band" x="{{.X}}" y="{{$p.Top}}" width="{{.W}}" height="{{$p.PlotHeight}}" fill="#d50000" fill-opacity="0.06"/>
-{{end}}{{range .Rows}}<g class="row {{.Class}}"{{if .Property}} data-property="{{.Property}}"{{end}}><title>{{.Title}}</title>
-<text class="label" x="4" y="{{.TextY}}">{{.Label}}</text>
-<line x1="{{$p.Left}}" y1="{{.Y}}" x2="{{$p.Right}}" y2="{{.Y}}" stroke="#e0e0e0"/>
-{{range .Spans}}<rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
-{{end}}{{range .Ticks}}<line class="{{.Class}}" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="{{.Stroke}}" stroke-width="{{.Width}}"><title>{{.Title}}</title></line>
-{{end}}</g>
-{{end}}{{if .Heal}}<line class="heal" x1="{{.Heal}}" y1="{{.Top}}" x2="{{.Heal}}" y2="{{.Bottom}}" stroke="#2e7d32" stroke-width="2"/>
-<text class="heal-label" x="{{.HealLabelX}}" y="12" fill="#2e7d32" text-anchor="{{.HealAnchor}}">heal at {{.HealAt}}</text>
-{{end}}<line x1="{{.Left}}" y1="{{.Bottom}}" x2="{{.Right}}" y2="{{.Bottom}}" stroke="#9e9e9e"/>
-{{range .Axis}}<line x1="{{.X}}" y1="{{$p.Bottom}}" x2="{{.X}}" y2="{{$p.AxisTickEnd}}" stroke="#9e9e9e"/><text class="axis" x="{{.X}}" y="{{$p.AxisTextY}}" text-anchor="middle">{{.Label}}</text>
-{{end}}</svg>
-{{end}}{{range .Evidence}}<h2>Evidence: {{.Property}}</h2>
-<table class="evidence" data-property="{{.Property}}"><tr><th>at (s)</th><th>what</th></tr>
-{{range .Lines}}<tr><td class="at">{{.At}}</td><td>{{.What}}</td></tr>
-{{end}}{{if .More}}<tr><td></td><td>and {{.More}} more</td></tr>{{end}}</table>
-{{end}}<h2>Timeline</h2><pre class="timeline-text">{{range .Timeline}}{{.}}
-{{end}}</pre>
-</body></html>
-`))
-
-// The page's geometry, in SVG units (CSS pixels at full size).
+// Field managers of the harness's own writers.
 const (
-	pageWidth  = 1180
-	plotLeft   = 300 // the rows' labels are left of it
-	plotRight  = pageWidth - 40
-	rowHeight  = 20
-	plotTop    = 24 // the heal's label is above it
-	labelChars = 44 // a row's label is cut there; its title has all of it
-	// evidenceLines is how many of a failure's marks and spans the
-	// page lists; the SVG draws all of them.
-	evidenceLines = 30
-	// zoomBelow: a failure's evidence that spans less than this share
-	// of the case gets a panel of its own.
-	zoomBelow = 0.4
+	ManagerFaults = "kubeprop-faults"
+	ManagerUser   = "kubeprop-user"
 )
 
-// A timeline row's contents, in the trace's times: laid out per panel.
-type (
-	timedTick struct {
-		at                   time.Time
-		class, stroke, title string
-		width                int
+// Report is the outcome of one case.
+type Report struct {
+	// Namespace is the case's (kp-N): its objects' namespace, and the
+	// zone of its nodes.
+	Namespace string
+	Plan      []faults.Step
+	// Failures are the properties that failed, in the Spec's order. A
+	// failure found while a step settles that more trace cannot change (a
+	// safety property violated, a retry streak beyond its budget, a fight)
+	// ends the case; after the heal, the first failure in the Spec's order
+	// does, once the properties before it are decided. The properties
+	// still undecided then are not among them.
+	Failures []Failure
+	// Timeline is the case, step by step, for the log.
+	Timeline []string
+	// Trace is everything recorded.
+	Trace *properties.Trace
+	// NoOps are the indices in Plan of the steps that no longer applied
+	// (a NodeRecover of a node never lost): the shrinker drops them first.
+	NoOps []int
+	// Unrun are the indices in Plan of the steps not run because a
+	// property had failed before them: the shrinker drops them first too.
+	Unrun []int
+	// ForeignWrites are the controller's writes into other cases'
+	// namespaces ("create pods in kp-7"), each once: such a controller
+	// cannot share the cluster with cases running beside it.
+	ForeignWrites []string
+	// Teardown is what ending the case had to force or left behind.
+	Teardown Teardown
+	// Times is where the case's wall time went.
+	Times Times
+	// ControllerLog is the controller's own log for the case (a Manager's
+	// or a Func's logr output, a Process's stdout and stderr), its last
+	// 5 MiB (evidenceLimit); complete once Run returns.
+	ControllerLog []byte
+	// Events are the case namespace's Events when a failed case was
+	// judged, oldest first (none for a pass).
+	Events []corev1.Event
+	// Shrinking: in a search, the case ran a candidate of the shrink, not
+	// a plan drawn.
+	Shrinking bool
+	// watched are the resources an in-process controller watched: where
+	// the search's probe aims its stale views.
+	watched []string
+}
+
+// Times is where a case's wall time went: setup (namespace, nodes,
+// fixtures, the controller, the first settle), each step with the settle
+// after it, the heal and the properties' judging, and teardown.
+type Times struct {
+	// Reference is the reference run's, when the case ran one (zero when
+	// an earlier case's was reused).
+	Reference              time.Duration
+	Setup, Judge, Teardown time.Duration
+	Steps                  []time.Duration
+}
+
+// Total is the case's wall time.
+func (t Times) Total() time.Duration {
+	total := t.Reference + t.Setup + t.Judge + t.Teardown
+	for _, s := range t.Steps {
+		total += s
 	}
-	timedSpan struct {
-		from, to           time.Time
-		class, fill, title string
-		band               bool // shaded over every row too
+	return total
+}
+
+func (t Times) String() string {
+	steps := make([]string, len(t.Steps))
+	for i, s := range t.Steps {
+		steps[i] = fmt.Sprintf("%.1fs", s.Seconds())
 	}
-	timedRow struct {
-		class, label, property string
-		ticks                  []timedTick
-		spans                  []timedSpan
+	reference := ""
+	if t.Reference > 0 {
+		reference = fmt.Sprintf("reference %.1fs, ", t.Reference.Seconds())
 	}
-)
-
-type pageTick struct {
-	Class, Stroke, Title string
-	X, Y1, Y2, Width     int
+	return fmt.Sprintf("%ssetup %.1fs, steps [%s], judge %.1fs, teardown %.1fs", reference, t.Setup.Seconds(), strings.Join(steps, " "), t.Judge.Seconds(), t.Teardown.Seconds())
 }
 
-type pageSpan struct {
-	Class, Fill, Title string
-	X, Y, W, H         int
-}
-
-type pageRow struct {
-	Class, Label, Title, Property string
-	Y, TextY                      int
-	Ticks                         []pageTick
-	Spans                         []pageSpan
-}
-
-type pageAxis struct {
-	X     int
-	Label string
-}
-
-type pageBand struct{ X, W int }
-
-type pagePanel struct {
-	Class, Caption                          string
-	Width, Height, Left, Right, Top, Bottom int
-	PlotHeight, AxisTickEnd, AxisTextY      int
-	Heal, HealLabelX                        int
-	HealAt, HealAnchor                      string
-	Rows                                    []pageRow
-	Bands                                   []pageBand
-	Axis                                    []pageAxis
-}
-
-type pageVerdict struct{ Class, Message, Detail string }
-
-type pageEvidenceLine struct{ At, What string }
-
-type pageEvidence struct {
+// Failure is one property that did not hold.
+type Failure struct {
 	Property string
-	Lines    []pageEvidenceLine
-	More     int
+	index    int
+	// Message is deterministic: what rapid compares while shrinking.
+	Message string
+	// Detail has the times and counts.
+	Detail string
+	// Evidence is what the failure rests on: the timeline page draws it.
+	Evidence properties.Evidence
 }
 
-type page struct {
-	Title, Plan string
-	Panels      []pagePanel
-	Verdicts    []pageVerdict
-	Evidence    []pageEvidence
-	Timeline    []string
-}
+// Failed reports whether any property failed.
+func (r *Report) Failed() bool { return len(r.Failures) > 0 }
 
-// pageClock places times on a panel: the window from..to spans the plot.
-type pageClock struct{ origin, from, to time.Time }
-
-func (c pageClock) x(t time.Time) int {
-	f := float64(t.Sub(c.from)) / float64(c.to.Sub(c.from))
-	return plotLeft + int(float64(plotRight-plotLeft)*min(max(f, 0), 1))
-}
-
-func (c pageClock) shows(t time.Time) bool { return !t.Before(c.from) && !t.After(c.to) }
-
-// at is a point in time as the page prints it: seconds from the case's
-// start, to the millisecond (the page's durations are rounded; its times
-// are not, or a streak's attempts would all be at "1s").
-func at(origin, t time.Time) string { return fmt.Sprintf("%.3f", t.Sub(origin).Seconds()) }
-
-// writeHTML saves the report's timeline page at path.
-func (r *Report) writeHTML(path, title string) error {
-	var b bytes.Buffer
-	if err := timelineHTML.Execute(&b, r.page(title)); err != nil {
-		return fmt.Errorf("rendering the timeline page: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("writing the timeline page: %w", err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing the timeline page: %w", err)
-	}
-	return nil
-}
-
-func (r *Report) page(title string) page {
-	tr := r.Trace
-	if tr == nil {
-		tr = &properties.Trace{}
-	}
-	end := tr.End
-	if !end.After(tr.Start) {
-		end = tr.Start.Add(time.Second)
-	}
-	p := page{Title: title, Plan: faults.FormatPlan(r.Plan), Timeline: r.Timeline}
-	rows := r.timedRows(tr)
-	p.Panels = append(p.Panels, panel(rows, tr, pageClock{tr.Start, tr.Start, end}, "full", "The case"))
-	for _, f := range r.Failures {
-		if from, to, ok := zoomOn(f.Evidence, tr.Start, end); ok {
-			p.Panels = append(p.Panels, panel(rows, tr, pageClock{tr.Start, from, to}, "zoom",
-				fmt.Sprintf("The evidence of %s, from %s to %s s", f.Property, at(tr.Start, from), at(tr.Start, to))))
-		}
-		p.Evidence = append(p.Evidence, evidenceListed(tr.Start, f))
-		p.Verdicts = append(p.Verdicts, pageVerdict{Class: "fail", Message: f.Message, Detail: f.Detail})
-	}
-	if len(r.Failures) == 0 {
-		p.Verdicts = append(p.Verdicts, pageVerdict{Class: "pass", Message: "every property held"})
-	}
-	return p
-}
-
-// timedRows are the page's rows: the failures' evidence first (what the
-// page is about), a row per fault step (its window: until the heal, when
-// every fault stops) and per user change, the watch events held back,
-// the controller's requests, the writes by field manager.
-func (r *Report) timedRows(tr *properties.Trace) []timedRow {
-	var rows []timedRow
-	o := tr.Start
-	for _, f := range r.Failures {
-		row := timedRow{class: "evidence", property: f.Property, label: "evidence: " + f.Property}
-		for _, s := range f.Evidence.Spans {
-			row.spans = append(row.spans, timedSpan{from: s.From, to: s.To, class: "evidence-span", fill: "#ff8a80", band: true,
-				title: at(o, s.From) + "–" + at(o, s.To) + ": " + s.Label})
-		}
-		for _, m := range f.Evidence.Marks {
-			row.ticks = append(row.ticks, timedTick{at: m.At, class: "evidence-mark", stroke: "#d50000", width: 2, title: at(o, m.At) + ": " + m.Label})
-		}
-		rows = append(rows, row)
-	}
-	healedOrEnd := tr.End
-	if !tr.Healed.IsZero() {
-		healedOrEnd = tr.Healed
-	}
-	var deliveries []timedTick
-	for _, e := range tr.Events {
-		switch e.Kind {
-		case properties.FaultEvent:
-			rows = append(rows, timedRow{class: "fault", label: e.Name, spans: []timedSpan{{from: e.At, to: healedOrEnd, class: "fault-window", fill: "#ffcc80",
-				title: at(o, e.At) + "–" + at(o, healedOrEnd) + ": " + e.Name}}})
-		case properties.UserEvent:
-			rows = append(rows, timedRow{class: "user", label: e.Name, ticks: []timedTick{{at: e.At, class: "user-change", stroke: "#6a1b9a", width: 3,
-				title: at(o, e.At) + ": " + e.Name}}})
-		case properties.DeliveryEvent:
-			deliveries = append(deliveries, timedTick{at: e.At, class: "delivery", stroke: "#00838f", width: 1, title: at(o, e.At) + ": " + e.Name})
-		}
-	}
-	if len(deliveries) > 0 {
-		rows = append(rows, timedRow{class: "deliveries", label: "watch events held back, delivered", ticks: deliveries})
-	}
-	if reqs := requestTicks(tr); len(reqs) > 0 {
-		rows = append(rows, timedRow{class: "requests", label: fmt.Sprintf("requests of %s (%d)", tr.Controller, len(reqs)), ticks: reqs})
-	}
-	byManager := map[string][]timedTick{}
-	for _, w := range tr.Writes {
-		byManager[w.Manager] = append(byManager[w.Manager], timedTick{at: w.At, class: "write", stroke: "#1565c0", width: 1,
-			title: at(o, w.At) + ": " + w.Kind + " " + w.Object() + " " + w.Field})
-	}
-	for _, m := range slices.Sorted(maps.Keys(byManager)) {
-		rows = append(rows, timedRow{class: "writes", label: fmt.Sprintf("writes of %s (%d)", m, len(byManager[m])), ticks: byManager[m]})
-	}
-	return rows
-}
-
-// panel lays the rows out over the clock's window: what falls outside it
-// is left out, and spans are cut at its edges.
-func panel(rows []timedRow, tr *properties.Trace, clock pageClock, class, caption string) pagePanel {
-	p := pagePanel{Class: class, Caption: caption, Width: pageWidth, Left: plotLeft, Right: plotRight, Top: plotTop}
-	y := plotTop
-	for _, r := range rows {
-		row := pageRow{Class: r.class, Property: r.property, Title: r.label, Label: r.label, Y: y + rowHeight/2, TextY: y + rowHeight/2 + 4}
-		if n := []rune(r.label); len(n) > labelChars {
-			row.Label = string(n[:labelChars-1]) + "…"
-		}
-		for _, s := range r.spans {
-			if s.to.Before(clock.from) || s.from.After(clock.to) {
-				continue
-			}
-			x := clock.x(s.from)
-			w := max(clock.x(s.to)-x, 1)
-			row.Spans = append(row.Spans, pageSpan{Class: s.class, Fill: s.fill, Title: s.title, X: x, W: w, Y: y + 3, H: rowHeight - 6})
-			if s.band {
-				p.Bands = append(p.Bands, pageBand{X: x, W: w})
-			}
-		}
-		for _, t := range r.ticks {
-			if clock.shows(t.at) {
-				x := clock.x(t.at)
-				row.Ticks = append(row.Ticks, pageTick{Class: t.class, Stroke: t.stroke, Title: t.title, Width: t.width, X: x, Y1: y + 3, Y2: y + rowHeight - 3})
-			}
-		}
-		p.Rows = append(p.Rows, row)
-		y += rowHeight
-	}
-	p.Bottom = y + 4
-	p.PlotHeight = p.Bottom - plotTop
-	if !tr.Healed.IsZero() && clock.shows(tr.Healed) {
-		p.Heal, p.HealAt = clock.x(tr.Healed), at(clock.origin, tr.Healed)
-		p.HealLabelX, p.HealAnchor = p.Heal+3, "start"
-		if p.Heal > plotRight-120 {
-			p.HealLabelX, p.HealAnchor = p.Heal-3, "end"
-		}
-	}
-	p.Axis = axis(clock)
-	p.AxisTickEnd, p.AxisTextY = p.Bottom+4, p.Bottom+16
-	p.Height = p.Bottom + 22
-	return p
-}
-
-// zoomOn is the window a failure's evidence gets a panel of: its marks
-// and spans with a margin, when they take a small part of the case.
-func zoomOn(e properties.Evidence, start, end time.Time) (from, to time.Time, ok bool) {
-	var times []time.Time
-	for _, m := range e.Marks {
-		times = append(times, m.At)
-	}
-	for _, s := range e.Spans {
-		times = append(times, s.From, s.To)
-	}
-	if len(times) == 0 {
-		return
-	}
-	from, to = slices.MinFunc(times, time.Time.Compare), slices.MaxFunc(times, time.Time.Compare)
-	margin := max(to.Sub(from)/10, 20*time.Millisecond)
-	from, to = from.Add(-margin), to.Add(margin)
-	if from.Before(start) {
-		from = start
-	}
-	if to.After(end) {
-		to = end
-	}
-	return from, to, to.After(from) && float64(to.Sub(from)) < zoomBelow*float64(end.Sub(start))
-}
-
-// requestTicks are the trace's requests of the controller, coloured by
-// outcome: ok, refused by a fault (the harness answered them: the API
-// server never saw them), or an error from the API server. The ok ones
-// come first, drawn under the others: a refused or failed one is never
-// hidden.
-func requestTicks(tr *properties.Trace) []timedTick {
-	var ok, failed, refused []timedTick
-	for _, r := range tr.Requests {
-		if tr.Controller == "" || r.User != tr.Controller {
-			continue
-		}
-		what := r.Verb + " " + r.ResourcePath()
-		if r.Name != "" {
-			what += " " + r.Name
-		}
-		t := timedTick{at: r.At, width: 1, title: fmt.Sprintf("%s: %s → %d", at(tr.Start, r.At), what, r.Code)}
-		switch {
-		case r.UserAgent == inject.UserAgentInjected:
-			t.class, t.stroke, t.width = "request refused", "#ef6c00", 2
-			t.title += " (refused by a fault)"
-			refused = append(refused, t)
-		case r.Code >= 400:
-			t.class, t.stroke, t.width = "request error", "#c62828", 2
-			failed = append(failed, t)
-		default:
-			t.class, t.stroke = "request ok", "#2e7d32"
-			ok = append(ok, t)
-		}
-	}
-	return slices.Concat(ok, failed, refused)
-}
-
-// axis marks the window at round steps, far enough apart that their
-// labels never meet: time from the case's start on the whole case, from
-// the window's start on a zoom.
-func axis(clock pageClock) []pageAxis {
-	const minGap = 70 // px between two labels
-	span := clock.to.Sub(clock.from)
-	steps := []time.Duration{time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
-		50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
-		5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
-		10 * time.Minute, 30 * time.Minute, time.Hour}
-	step := steps[len(steps)-1]
-	for _, s := range steps {
-		if float64(plotRight-plotLeft)*float64(s)/float64(span) >= minGap {
-			step = s
-			break
-		}
-	}
-	prefix := ""
-	if !clock.from.Equal(clock.origin) {
-		prefix = "+"
-	}
-	var out []pageAxis
-	for d := time.Duration(0); d <= span; d += step {
-		out = append(out, pageAxis{X: clock.x(clock.from.Add(d)), Label: prefix + d.String()})
-	}
-	return out
-}
-
-// evidenceListed is a failure's evidence as the page lists it, in time
-// order: marks, and spans by their start.
-func evidenceListed(origin time.Time, f Failure) pageEvidence {
-	type line struct {
-		at   time.Time
-		text pageEvidenceLine
-	}
-	var lines []line
-	for _, m := range f.Evidence.Marks {
-		lines = append(lines, line{m.At, pageEvidenceLine{At: at(origin, m.At), What: m.Label}})
-	}
-	for _, s := range f.Evidence.Spans {
-		lines = append(lines, line{s.From, pageEvidenceLine{At: at(origin, s.From) + "–" + at(origin, s.To), What: s.Label}})
-	}
-	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
-	out := pageEvidence{Property: f.Property}
-	if len(lines) == 0 {
-		out.Lines = []pageEvidenceLine{{What: "the property names no time in the trace: see its message and detail above"}}
-	}
-	for i, l := range lines {
-		if i == evidenceLines {
-			out.More = len(lines) - i
-			break
-		}
-		out.Lines = append(out.Lines, l.text)
-	}
-	return out
+// FailedOn reports whether the named property failed; with the name empty,
+// whether any did.
+func (r *Report) FailedOn(property string) bool {
+	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return property == "" || f.Property == property })
 }

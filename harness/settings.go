@@ -4,10 +4,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/kubeprop/kubeprop/faults"
 )
 
 // The search's settings have one definition, here, for every way in:
@@ -146,3 +151,117 @@ func (v *durationValue) Set(s string) error {
 	return nil
 }
 func (v *durationValue) String() string { return time.Duration(*v).String() }
+
+// SearchOptions configure a search (Check, Find). The zero value is 100
+// plans from a random seed, 1 m of shrinking, DefaultParallel cases at a
+// time, and scenarios under testdata/kubeprop/<name>. go test, kubeprop
+// run, the demo and the soak take the same settings by the same names
+// (SearchFlags).
+type SearchOptions struct {
+	// Checks is how many plans to draw. Zero means 100.
+	Checks int
+	// Seed makes a search repeatable: the same seed draws the same plans.
+	// Zero draws a random one, which the finding names.
+	Seed uint64
+	// ShrinkTime bounds shrinking, from the first failure on. Zero means
+	// 1 m.
+	ShrinkTime time.Duration
+	// Parallel is how many cases run at once, in the search and in each
+	// shrink pass: 1 to 64. Zero means DefaultParallel().
+	Parallel int
+	// Dir is where the scenario and the HTML timeline of a failure go.
+	// Empty means testdata/kubeprop/<name>, relative to the working folder.
+	Dir string
+	// OnCase, when set, is called with the report of every case as it
+	// ends, one call at a time (with Parallel > 1 from the goroutines that
+	// ran the cases, never two at once).
+	OnCase func(*Report)
+	// OnSkip, when set, is called with a plan drawn that the search does
+	// not run: the same plan ran before (rapid draws short plans more
+	// than once). Called as OnCase is.
+	OnSkip func(plan []faults.Step)
+}
+
+// The search's defaults: what zero SearchOptions.Checks and ShrinkTime
+// mean.
+const (
+	DefaultChecks     = 100
+	DefaultShrinkTime = time.Minute
+)
+
+// MaxParallel bounds SearchOptions.Parallel.
+const MaxParallel = 64
+
+// DefaultParallel is what a zero SearchOptions.Parallel means: the cases
+// at once that keep a 2-core machine busy without false alarms (see the
+// README's bench table); two in a binary built with -race, whose
+// in-process work is several times slower.
+func DefaultParallel() int {
+	if raceDetector {
+		return defaultParallelRace
+	}
+	return defaultParallel
+}
+
+const (
+	defaultParallel     = 16
+	defaultParallelRace = 2
+)
+
+func (o SearchOptions) withDefaults(name string) SearchOptions {
+	if o.Checks == 0 {
+		o.Checks = DefaultChecks
+	}
+	if o.Seed == 0 {
+		o.Seed = rand.Uint64()
+	}
+	if o.ShrinkTime == 0 {
+		o.ShrinkTime = DefaultShrinkTime
+	}
+	if o.Parallel == 0 {
+		o.Parallel = DefaultParallel()
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(ScenarioDir, name)
+	}
+	return o
+}
+
+func (o SearchOptions) validate() error {
+	var errs []error
+	if o.Checks < 0 {
+		errs = append(errs, fmt.Errorf("SearchOptions.Checks is %d: give a number of plans, or 0 for %d", o.Checks, DefaultChecks))
+	}
+	if o.ShrinkTime < 0 {
+		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for %v", o.ShrinkTime, DefaultShrinkTime))
+	}
+	if o.Parallel < 0 || o.Parallel > MaxParallel {
+		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for the default (%d)", o.Parallel, MaxParallel, DefaultParallel()))
+	}
+	if err := writable(o.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("SearchOptions.Dir: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// writable checks, without creating anything, that dir can be made and
+// written: its nearest existing ancestor is a writable folder.
+func writable(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		info, err := os.Stat(p)
+		switch {
+		case err == nil && !info.IsDir():
+			return fmt.Errorf("%s is not a folder, so %s cannot be made", p, dir)
+		case err == nil:
+			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+				return fmt.Errorf("folder %s cannot be written: %w", p, err)
+			}
+			return nil
+		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
+}

@@ -3,8 +3,9 @@
 // cluster, and watches what a long run keeps: the process's memory and
 // goroutines, the case namespaces, pods and nodes left in the cluster, and
 // the API server's memory. Each case is a plan drawn from every fault of
-// the target's Spec (not the focused ones), deterministically from the
-// seed (case i draws with seed+i), run through harness.Run, -parallel at
+// the target's Spec (not the focused ones) as a search with the seed
+// draws it (harness.SearchPlans: half at random, half aimed at what the
+// probe saw the controller do), run through harness.Run, -parallel at
 // once (harness.DefaultParallel); nothing is shrunk.
 //
 // It prints one line after the first case (the baseline), one every
@@ -55,7 +56,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"pgregory.net/rapid"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeprop/kubeprop/controllers/suite"
@@ -72,7 +72,7 @@ func main() {
 	// -seed and -parallel are the search's settings, as go test's
 	// -kubeprop.* flags name them (their env twins KUBEPROP_SEED and
 	// KUBEPROP_PARALLEL).
-	seed := flag.Int("seed", envInt(harness.EnvTwin("seed"), 0), "case i (from 0) draws its plan with seed+i; 0: a random seed, printed (env "+harness.EnvTwin("seed")+")")
+	seed := flag.Int("seed", envInt(harness.EnvTwin("seed"), 0), "the seed the cases' plans are drawn with, as a search draws them; 0: a random seed, printed (env "+harness.EnvTwin("seed")+")")
 	every := flag.Int("every", envInt("SOAK_EVERY", 100), "print a line every this many cases (env SOAK_EVERY)")
 	parallel := flag.Int("parallel", envInt(harness.EnvTwin("parallel"), harness.DefaultParallel()), "cases at once (env "+harness.EnvTwin("parallel")+")")
 	scenarios := flag.String("scenarios", "reports/soak", "save the scenarios of failures under this folder, by target")
@@ -115,16 +115,14 @@ func envString(name, def string) string {
 	return def
 }
 
-// soakTarget is a suite target with its plan generator.
+// soakTarget is a suite target with its plans.
 type soakTarget struct {
-	name string
-	spec harness.Spec
-	plan *rapid.Generator[[]faults.Step]
+	name  string
+	spec  harness.Spec
+	plans [][]faults.Step // drawn once the cluster is up
 }
 
-// pickTargets finds the named targets of the suite, each with the
-// generator of its plans: every fault of its Spec, as harness.Check draws
-// them.
+// pickTargets finds the named targets of the suite.
 func pickTargets(names string) ([]soakTarget, error) {
 	all := suite.Targets()
 	var out []soakTarget
@@ -142,7 +140,7 @@ func pickTargets(names string) ([]soakTarget, error) {
 			return nil, fmt.Errorf("no target %q in controllers/suite; the targets are %s", name, strings.Join(known, ", "))
 		}
 		spec := all[i].Spec
-		out = append(out, soakTarget{name: name, spec: spec, plan: spec.Plans()})
+		out = append(out, soakTarget{name: name, spec: spec})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("-targets names no target")
@@ -155,6 +153,7 @@ type soak struct {
 	env        *harness.Env
 	clientset  *kubernetes.Clientset
 	cases      int // the run's cases in all
+	targets    int // they take turns case by case
 	start      time.Time
 	mu         sync.Mutex // guards the counts below while cases run
 	done       int        // cases run to the end
@@ -199,7 +198,7 @@ func run(targets []soakTarget, cases, seed, every, parallel int, scenarios strin
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
-	s := &soak{env: env, clientset: clientset, cases: cases, start: time.Now(), scenarioTo: scenarios}
+	s := &soak{env: env, clientset: clientset, cases: cases, targets: len(targets), start: time.Now(), scenarioTo: scenarios}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -223,8 +222,21 @@ func run(targets []soakTarget, cases, seed, every, parallel int, scenarios strin
 	if pid := s.apiServerPID(); pid > 0 {
 		apiserver = "pid " + strconv.Itoa(pid)
 	}
-	fmt.Printf("soak: %d cases of %s, %d at once, seeds %d..%d, a line every %d cases; cluster %s, kube-apiserver %s\n",
-		cases, strings.Join(names, ", "), parallel, seed, seed+cases-1, every, env.Cluster().Dir(), apiserver)
+	// Each target's plans, as a search of its cases draws them.
+	for i := range targets {
+		n := (cases + len(targets) - 1 - i) / len(targets)
+		if n == 0 {
+			continue
+		}
+		plans, err := harness.SearchPlans(ctx, env, targets[i].spec, harness.SearchOptions{Checks: n, Seed: uint64(seed), Parallel: parallel})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "soak: drawing the plans of %s: %v\n", targets[i].name, err)
+			return 2
+		}
+		targets[i].plans = plans
+	}
+	fmt.Printf("soak: %d cases of %s, %d at once, seed %d, a line every %d cases; cluster %s, kube-apiserver %s\n",
+		cases, strings.Join(names, ", "), parallel, seed, every, env.Cluster().Dir(), apiserver)
 
 	// Parallel cases at a time; before each line the cases under way
 	// finish, so that what the line counts in the cluster is what ended
@@ -264,7 +276,7 @@ func run(targets []soakTarget, cases, seed, every, parallel int, scenarios strin
 
 // runCase runs case i (from 0) and prints what went wrong in it.
 func (s *soak) runCase(ctx context.Context, t soakTarget, i, seed int) {
-	plan := t.plan.Example(seed + i)
+	plan := t.plans[i/s.targets]
 	rep, err := harness.Run(ctx, s.env, t.spec, plan)
 	if ctx.Err() != nil {
 		return // interrupted: the case did not run to its end
@@ -276,11 +288,11 @@ func (s *soak) runCase(ctx context.Context, t soakTarget, i, seed int) {
 	switch {
 	case err != nil:
 		s.errors++
-		fmt.Printf("soak: ERROR %s case %d (seed %d): %s: %v\n", t.name, n, seed+i, faults.FormatPlan(plan), err)
+		fmt.Printf("soak: ERROR %s case %d (seed %d, plan %d): %s: %v\n", t.name, n, seed, i/s.targets+1, faults.FormatPlan(plan), err)
 	case rep.Failed():
 		s.failures++
 		f := rep.Failures[0]
-		fmt.Printf("soak: FAIL %s case %d (seed %d): %s: %s\n", t.name, n, seed+i, faults.FormatPlan(rep.Plan), f.Message) // the message starts with the property
+		fmt.Printf("soak: FAIL %s case %d (seed %d, plan %d): %s: %s\n", t.name, n, seed, i/s.targets+1, faults.FormatPlan(rep.Plan), f.Message) // the message starts with the property
 		if path, err := s.saveScenario(t.name, n, rep); err != nil {
 			fmt.Printf("soak:   %v\n", err)
 		} else {

@@ -15,4 +15,9 @@
 // to a Proxy that forwards its requests through that transport. Options
 // name the case's namespace (writes elsewhere go through) and hooks tell
 // the harness of refusals and crashes.
+//
+// One file per mechanism: apierrors.go (the refusals, and which writes
+// can meet a conflict), crash.go, watches.go (delayed and cut streams),
+// stale.go (a restart's stale view); client.go and transport.go are the
+// two ways in (the client interceptor, the HTTP level), proxy.go the third.
 package inject
