@@ -185,7 +185,7 @@ func expectationOf(reps Replays, expected scenario.Expect) scenario.Expect {
 // saw, and returns what it expected before.
 func updateExpectation(file string, s scenario.Scenario, reps Replays) (was scenario.Expect, _ error) {
 	was, s.Expect = s.Expect, expectationOf(reps, s.Expect)
-	return was, s.Write(file)
+	return was, s.Rewrite(file)
 }
 
 // meets is whether reps see what expected expects, as a replay judges.

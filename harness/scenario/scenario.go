@@ -97,7 +97,7 @@ func (s Scenario) Write(path string) error {
 	if s.Spec == "" {
 		replay = fmt.Sprintf("go test -run '%s' -kubeprop.replay=%s", RunPattern(s.Test), packagePath(path))
 	}
-	header := "# kubeprop scenario. Replay: " + replay + "\n# Edit freely; set expect.outcome to pass once the bug is fixed.\n"
+	header := headerStart + replay + "\n" + headerEdit + "set expect.outcome to pass once the bug is fixed.\n"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
@@ -106,6 +106,48 @@ func (s Scenario) Write(path string) error {
 	}
 	return nil
 }
+
+// Rewrite writes the scenario over the file at path, as Write does, and
+// keeps the comments the file has below Write's header: what a person
+// wrote there about the plan.
+func (s Scenario) Rewrite(path string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rewriting scenario %s: %w", path, err)
+	}
+	var notes []string
+	for _, line := range strings.Split(string(old), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		if !strings.HasPrefix(line, headerStart) && !strings.HasPrefix(line, headerEdit) {
+			notes = append(notes, line)
+		}
+	}
+	if err := s.Write(path); err != nil {
+		return err
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rewriting scenario %s: %w", path, err)
+	}
+	header, body, _ := strings.Cut(string(b), "\n"+headerEdit)
+	edit, body, _ := strings.Cut(body, "\n")
+	out := header + "\n" + headerEdit + edit + "\n" + strings.Join(notes, "\n") + "\n" + body
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("rewriting scenario %s: %w", path, err)
+	}
+	return nil
+}
+
+// The lines of Write's header.
+const (
+	headerStart = "# kubeprop scenario. Replay: "
+	headerEdit  = "# Edit freely; "
+)
 
 // packagePath is a relative scenario path as seen from the folder of the
 // test package whose testdata holds it: controllers/testdata/kubeprop/x.yaml

@@ -80,3 +80,29 @@ func TestExpectNeeded(t *testing.T) {
 	require.Equal(t, 1, scenario.Expect{Rate: 0.2}.Needed(5))
 	require.Equal(t, 1, scenario.Expect{Rate: 0.01}.Needed(1))
 }
+
+// TestRewriteKeepsNotes: a scenario rewritten (kubeprop's -update) keeps
+// the comments a person wrote below the header, and takes the new
+// expectation.
+func TestRewriteKeepsNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "testdata", "kubeprop", "TestX", "converges-1.yaml")
+	s, err := scenario.New([]faults.Step{faults.NodeLossStep{Node: 1}}, "TestX", scenario.Expect{Outcome: scenario.Fail, Property: "converges"})
+	require.NoError(t, err)
+	require.NoError(t, s.Write(path))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	header, body, ok := strings.Cut(string(b), "fixed.\n")
+	require.True(t, ok, "the header's second line ends so:\n%s", b)
+	notes := "# The node lost is the one the pod is on.\n# Found on seed 7.\n"
+	require.NoError(t, os.WriteFile(path, []byte(header+"fixed.\n"+notes+body), 0o644))
+
+	s.Expect = scenario.Expect{Outcome: scenario.Pass}
+	require.NoError(t, s.Rewrite(path))
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, header+"fixed.\n"+notes, string(b)[:len(header)+len("fixed.\n")+len(notes)], "the header, then the notes")
+	got, err := scenario.Read(path)
+	require.NoError(t, err)
+	require.Equal(t, scenario.Pass, got.Expect.Outcome)
+	require.Equal(t, 1, strings.Count(string(b), "# kubeprop scenario."), "one header")
+}
