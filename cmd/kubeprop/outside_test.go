@@ -49,7 +49,7 @@ var spec = harness.Spec{
 	Fixtures: func(ns string) []client.Object { return podset.Fixtures(ns) },
 	Faults:   []faults.Fault{faults.ScaleChange(faults.ScaleOptions{})},
 	Properties: []properties.Property{
-		properties.Converges("converges", podset.Converged, 30*time.Second),
+		properties.Converges("converges", podset.Converged, properties.ConvergeOptions{Within: 30 * time.Second}),
 		properties.NoPanics(),
 	},
 }
