@@ -51,7 +51,11 @@ func SearchFlags(fs *flag.FlagSet, prefix string) (*SearchOptions, error) {
 	var errs []error
 	for _, s := range searchSettings {
 		v := s.value(o)
-		fs.Var(v, prefix+s.name, fmt.Sprintf("%s (env %s)", s.usage, EnvTwin(s.name)))
+		usage := fmt.Sprintf("%s (env %s)", s.usage, EnvTwin(s.name))
+		if owner, ok := strings.CutSuffix(prefix, "."); ok {
+			usage = owner + ": " + usage // among go test's flags
+		}
+		fs.Var(v, prefix+s.name, usage)
 		errs = append(errs, fromEnv(v, s.name))
 	}
 	return o, errors.Join(errs...)
