@@ -125,7 +125,7 @@ type intValue int
 func (v *intValue) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return fmt.Errorf("not a whole number")
+		return errors.New("not a whole number")
 	}
 	*v = intValue(n)
 	return nil
@@ -137,7 +137,7 @@ type uintValue uint64
 func (v *uintValue) Set(s string) error {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return fmt.Errorf("not a whole number from 0")
+		return errors.New("not a whole number from 0")
 	}
 	*v = uintValue(n)
 	return nil
@@ -149,7 +149,7 @@ type durationValue time.Duration
 func (v *durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("not a duration such as 90s or 2m")
+		return errors.New("not a duration such as 90s or 2m")
 	}
 	*v = durationValue(d)
 	return nil
