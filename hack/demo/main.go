@@ -11,12 +11,13 @@
 // -checks (plans per controller), -shrinktime, -seed, -parallel (cases at
 // once in all) are the search's settings, named and defaulted as go
 // test's -kubeprop.* flags (make demo gives -checks 20 -shrinktime 2m);
-// -targets (controllers searched at once, sharing -parallel), -reference (add matches-reference to every
-// target's properties, default true); -seeds N measures detection over N
-// seeds instead (make bench, which searches as go test does: without
-// matches-reference); -memprofile FILE writes what the run still holds at
-// its end; -generic judges with the general properties alone and
-// matches-reference (how far the oracle goes with no predicate).
+// -targets (controllers searched at once, sharing -parallel), -reference
+// (add matches-reference to every target's properties, default true);
+// -seeds N measures detection over N seeds instead (make bench, which
+// searches as go test does: without matches-reference); -memprofile FILE
+// writes what the run still holds at its end; -generic judges with the
+// general properties alone and matches-reference (how far the oracle goes
+// with no predicate).
 package main
 
 import (

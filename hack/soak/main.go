@@ -28,9 +28,10 @@
 // SOAK_FLAGS). Flags: -cases N (env SOAK_CASES, default 1000), -targets
 // a,b (env SOAK_TARGETS, default podset; several targets take turns case
 // by case), -seed S (KUBEPROP_SEED, default random), -every N (SOAK_EVERY,
-// default 100), -parallel N (KUBEPROP_PARALLEL), -scenarios DIR (default reports/soak). The exit code is 0 when no
-// case failed and the harness never erred, 1 otherwise, 2 for bad flags or
-// a cluster that did not start.
+// default 100), -parallel N (KUBEPROP_PARALLEL), -scenarios DIR (default
+// reports/soak). The exit code is 0 when no case failed and the harness
+// never erred, 1 otherwise, 2 for bad flags or a cluster that did not
+// start.
 package main
 
 import (
