@@ -234,6 +234,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 	}
 }
 
+// endsInBurst: plan's last step is a burst of user changes.
 func endsInBurst(plan []faults.Step) bool {
 	_, burst := plan[len(plan)-1].(faults.BurstStep)
 	return burst
