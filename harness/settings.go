@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,16 +21,22 @@ import (
 // (SearchOptions). A twin whose value does not parse is an error that
 // names it, not a default taken quietly.
 
-// searchSettings are the settings of SearchOptions, by name.
+// searchSettings are the settings of SearchOptions, by name, each with
+// what its value takes (for the error of a twin that does not parse).
 var searchSettings = []struct {
-	name, usage string
-	value       func(o *SearchOptions) flag.Value
+	name, usage, takes string
+	define             func(fs *flag.FlagSet, o *SearchOptions, name, usage string)
 }{
-	{"checks", fmt.Sprintf("fault plans to draw (0: %d)", DefaultChecks), func(o *SearchOptions) flag.Value { return (*intValue)(&o.Checks) }},
-	{"seed", "the search's seed, to repeat it (0: a random one, named in the finding)", func(o *SearchOptions) flag.Value { return (*uintValue)(&o.Seed) }},
-	{"shrinktime", fmt.Sprintf("time budget for shrinking a failure (0: %v)", DefaultShrinkTime), func(o *SearchOptions) flag.Value { return (*durationValue)(&o.ShrinkTime) }},
-	{"parallel", fmt.Sprintf("cases run at once, 1 to %d (0: %d; %d under -race)", MaxParallel, defaultParallel, defaultParallelRace),
-		func(o *SearchOptions) flag.Value { return (*intValue)(&o.Parallel) }},
+	{"checks", fmt.Sprintf("fault plans to draw (0: %d)", DefaultChecks), "a whole number",
+		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.IntVar(&o.Checks, name, 0, usage) }},
+	{"seed", "the search's seed, to repeat it (0: a random one, named in the finding)", "a whole number from 0",
+		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.Uint64Var(&o.Seed, name, 0, usage) }},
+	{"shrinktime", fmt.Sprintf("time budget for shrinking a failure (0: %v)", DefaultShrinkTime), "a duration such as 90s or 2m",
+		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) {
+			fs.DurationVar(&o.ShrinkTime, name, 0, usage)
+		}},
+	{"parallel", fmt.Sprintf("cases run at once, 1 to %d (0: %d; %d under -race)", MaxParallel, defaultParallel, defaultParallelRace), "a whole number",
+		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.IntVar(&o.Parallel, name, 0, usage) }},
 }
 
 // EnvTwin is the environment variable that sets the setting of a flag
@@ -50,26 +55,26 @@ func SearchFlags(fs *flag.FlagSet, prefix string) (*SearchOptions, error) {
 	o := &SearchOptions{}
 	var errs []error
 	for _, s := range searchSettings {
-		v := s.value(o)
 		usage := fmt.Sprintf("%s (env %s)", s.usage, EnvTwin(s.name))
 		if owner, ok := strings.CutSuffix(prefix, "."); ok {
 			usage = owner + ": " + usage // among go test's flags
 		}
-		fs.Var(v, prefix+s.name, usage)
-		errs = append(errs, fromEnv(v, s.name))
+		s.define(fs, o, prefix+s.name, usage)
+		errs = append(errs, fromEnv(fs.Lookup(prefix+s.name).Value, s.name, s.takes))
 	}
 	return o, errors.Join(errs...)
 }
 
-// fromEnv sets v from the twin of the setting name, when it is set.
-func fromEnv(v flag.Value, name string) error {
+// fromEnv sets v from the twin of the setting name, when it is set;
+// takes says what a value must be.
+func fromEnv(v flag.Value, name, takes string) error {
 	twin := EnvTwin(name)
 	s, ok := os.LookupEnv(twin)
 	if !ok || s == "" {
 		return nil
 	}
 	if err := v.Set(s); err != nil {
-		return fmt.Errorf("$%s is %q: %w", twin, s, err)
+		return fmt.Errorf("$%s is %q: not %s", twin, s, takes)
 	}
 	return nil
 }
@@ -81,8 +86,9 @@ var (
 	replayCountFlag           = flag.Int("kubeprop.replay.count", 1, "kubeprop: replay each scenario this many times, -kubeprop.parallel at a time, and say how many reproduced its failure (env KUBEPROP_REPLAY_COUNT)")
 	updateFlag                = flag.Bool("kubeprop.update", false, "kubeprop: a replay that does not see what its scenario expects rewrites the expectation to what it saw, instead of failing (env KUBEPROP_UPDATE)")
 	testFlagsErr              = errors.Join(testSearchErr,
-		fromEnv(flagValue("kubeprop.replay"), "replay"), fromEnv(flagValue("kubeprop.replay.count"), "replay.count"),
-		fromEnv(flagValue("kubeprop.update"), "update"))
+		fromEnv(flagValue("kubeprop.replay"), "replay", "a scenario file"),
+		fromEnv(flagValue("kubeprop.replay.count"), "replay.count", "a whole number"),
+		fromEnv(flagValue("kubeprop.update"), "update", "true or false"))
 )
 
 func flagValue(name string) flag.Value { return flag.CommandLine.Lookup(name).Value }
@@ -119,42 +125,6 @@ func ignoredRapidFlags() []string {
 	}
 	return out
 }
-
-type intValue int
-
-func (v *intValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return errors.New("not a whole number")
-	}
-	*v = intValue(n)
-	return nil
-}
-func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
-
-type uintValue uint64
-
-func (v *uintValue) Set(s string) error {
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return errors.New("not a whole number from 0")
-	}
-	*v = uintValue(n)
-	return nil
-}
-func (v *uintValue) String() string { return strconv.FormatUint(uint64(*v), 10) }
-
-type durationValue time.Duration
-
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("not a duration such as 90s or 2m")
-	}
-	*v = durationValue(d)
-	return nil
-}
-func (v *durationValue) String() string { return time.Duration(*v).String() }
 
 // SearchOptions configure a search (Check, Find). The zero value is 100
 // plans from a random seed, 1 m of shrinking, DefaultParallel cases at a
