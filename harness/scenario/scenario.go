@@ -83,7 +83,30 @@ func New(plan []faults.Step, test string, expect Expect) (Scenario, error) {
 // file's name alone when path is absolute), go test -run ...
 // -kubeprop.replay otherwise, with the path as go test in the test's
 // package folder sees it (from the path's testdata folder on).
-func (s Scenario) Write(path string) error {
+func (s Scenario) Write(path string) error { return s.write(path, nil) }
+
+// Rewrite writes the scenario over the file at path, as Write does, and
+// keeps the comments the file has below Write's header: what a person
+// wrote there about the plan.
+func (s Scenario) Rewrite(path string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rewriting scenario %s: %w", path, err)
+	}
+	var notes []string
+	for _, line := range strings.Split(string(old), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		if !strings.HasPrefix(line, headerStart) && !strings.HasPrefix(line, headerEdit) {
+			notes = append(notes, line+"\n")
+		}
+	}
+	return s.write(path, notes)
+}
+
+// write writes the scenario to path: the header, notes, the YAML.
+func (s Scenario) write(path string, notes []string) error {
 	b, err := yaml.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
@@ -101,44 +124,8 @@ func (s Scenario) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, append([]byte(header), b...), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(header+strings.Join(notes, "")+string(b)), 0o644); err != nil {
 		return fmt.Errorf("writing scenario %s: %w", path, err)
-	}
-	return nil
-}
-
-// Rewrite writes the scenario over the file at path, as Write does, and
-// keeps the comments the file has below Write's header: what a person
-// wrote there about the plan.
-func (s Scenario) Rewrite(path string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("rewriting scenario %s: %w", path, err)
-	}
-	var notes []string
-	for _, line := range strings.Split(string(old), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		if !strings.HasPrefix(line, headerStart) && !strings.HasPrefix(line, headerEdit) {
-			notes = append(notes, line)
-		}
-	}
-	if err := s.Write(path); err != nil {
-		return err
-	}
-	if len(notes) == 0 {
-		return nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("rewriting scenario %s: %w", path, err)
-	}
-	header, body, _ := strings.Cut(string(b), "\n"+headerEdit)
-	edit, body, _ := strings.Cut(body, "\n")
-	out := header + "\n" + headerEdit + edit + "\n" + strings.Join(notes, "\n") + "\n" + body
-	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-		return fmt.Errorf("rewriting scenario %s: %w", path, err)
 	}
 	return nil
 }
