@@ -120,15 +120,11 @@ type Finding struct {
 // opts.Dir, and returns it; nil when every plan passed. The error is for
 // bad input and the harness's own failures.
 func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error) {
-	spec = spec.withDefaults()
-	if err := spec.validate(); err != nil {
+	s, err := newSearcher(env, spec, name, opts)
+	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults(name)
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run, probe: probeWrites}
+	opts = s.opts
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
@@ -185,15 +181,10 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 // everything. For a run of many cases that keeps going after a failure
 // (the soak) that draws as the search does.
 func SearchPlans(ctx context.Context, env *Env, spec Spec, opts SearchOptions) ([][]faults.Step, error) {
-	spec = spec.withDefaults()
-	if err := spec.validate(); err != nil {
+	s, err := newSearcher(env, spec, "", opts)
+	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults("")
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	s := &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run, probe: probeWrites}
 	ps := s.plans(ctx)
 	<-ps.drawn
 	s.wait()

@@ -11,6 +11,20 @@ import (
 	"github.com/kubeprop/kubeprop/faults"
 )
 
+// newSearcher is the search of spec named name with opts, both with
+// their defaults and checked.
+func newSearcher(env *Env, spec Spec, name string, opts SearchOptions) (*searcher, error) {
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults(name)
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &searcher{env: env, spec: spec, opts: opts, runs: map[string]int{}, runCase: run, probe: probeWrites}, nil
+}
+
 // searcher runs the plans of one search.
 type searcher struct {
 	env  *Env
