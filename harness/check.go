@@ -87,7 +87,11 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	if count < 1 {
 		t.Fatalf("kubeprop: -kubeprop.replay.count is %d: give how many times to replay each scenario, 1 or more", count)
 	}
-	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: testSearch.Parallel})
+	opts, err := SearchOptionsFromFlags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: opts.Parallel})
 	if err != nil {
 		t.Fatalf("kubeprop: the harness failed replaying %s: %v", file, err)
 	}

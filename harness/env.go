@@ -89,8 +89,13 @@ type Env struct {
 }
 
 // Start starts a hollow cluster and returns when it can schedule and run
-// pods (once nodes are added). On error nothing is left running.
+// pods (once nodes are added). On error nothing is left running. In a
+// test binary given -kubeprop.list it starts none (Check only lists
+// plans then): the Env returned runs no case.
 func Start(opts EnvOptions) (*Env, error) {
+	if listing() {
+		return &Env{}, nil
+	}
 	if opts.TimeScale == 0 {
 		opts.TimeScale = defaultTimeScale
 	}
@@ -180,6 +185,14 @@ func MustStart(opts EnvOptions) *Env {
 	return env
 }
 
+// running is the error of an Env that started no cluster.
+func (e *Env) running() error {
+	if e == nil || e.cluster == nil {
+		return errors.New("the hollow cluster is not running: start one with harness.Start (with -kubeprop.list, Start starts none: Check lists plans and runs none)")
+	}
+	return nil
+}
+
 // Config returns an administrator's connection to the API server.
 func (e *Env) Config() *rest.Config { return e.cluster.Config() }
 
@@ -263,6 +276,9 @@ func (e *Env) Stop() error {
 			close(e.stopIdleCloser)
 		}
 	})
+	if e.cluster == nil {
+		return nil // started none (-kubeprop.list)
+	}
 	e.storage.Stop()
 	e.kubelets.Stop()
 	return e.cluster.Stop()

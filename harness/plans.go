@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 
 	"pgregory.net/rapid"
@@ -14,6 +16,11 @@ type planSet struct {
 	mu    sync.Mutex
 	plans [][]faults.Step // nil: not drawn yet
 	drawn chan struct{}   // closed once every plan is drawn
+	// shard is the part of the plans this search runs (see Shard);
+	// probedFrom the first odd index of the plans aimed at what the
+	// probe saw (len(plans) when none is).
+	shard      Shard
+	probedFrom int
 }
 
 // drawnPlans is a planSet of plans all drawn.
@@ -69,7 +76,7 @@ func searchPlans(gen *rapid.Generator[[]faults.Step], seed uint64, n int) [][]fa
 // (started here, ended by ctx) showed the controller's writes.
 func (s *searcher) plans(ctx context.Context) *planSet {
 	n, seed := s.opts.Checks, s.opts.Seed
-	ps := &planSet{plans: make([][]faults.Step, n), drawn: make(chan struct{})}
+	ps := &planSet{plans: make([][]faults.Step, n), drawn: make(chan struct{}), shard: s.opts.Shard, probedFrom: n}
 	ss := seeds(seed, n)
 	random := s.spec.Plans()
 	for i := 0; i < n; i += 2 {
@@ -95,6 +102,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 	// Now: the armed aims, those at what the controller may make, then
 	// those that need no write (the same once the writes are known).
 	early := (odd + 1) / 2
+	ps.probedFrom = 2*early + 1
 	noWrite := map[string]bool{}
 	for _, g := range needNoWrite {
 		noWrite[aimKey(g)] = true
@@ -121,4 +129,81 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 		tornDown() // in the probe's slot
 	})
 	return ps
+}
+
+// PlanList is what a search would run, listed without a cluster
+// (ListPlans).
+type PlanList struct {
+	Seed  uint64
+	Shard Shard
+	// Plans are the shard's plans (every plan, unsharded), in order.
+	Plans []ListedPlan
+}
+
+// ListedPlan is one plan of a PlanList.
+type ListedPlan struct {
+	// Index is the plan's place in the search, from 0: shard I of N runs
+	// those whose Index is I mod N.
+	Index int
+	Plan  []faults.Step
+	// Aimed: aimed at the controller (the odd plans). Probed: aimed at
+	// what the search's probe sees it do, listed as drawn when no probe
+	// ran (aimed at every write).
+	Aimed, Probed bool
+	// Again: a plan of a lower index is the same; the search does not run
+	// it twice.
+	Again bool
+}
+
+// ListPlans lists the plans a search of spec with opts runs (with
+// opts.Shard, that shard's), with no cluster: an Indexed Job's shards, a
+// CI matrix, or a test can see which plans each runs, in seconds. The
+// plans aimed at the probe's findings are listed as drawn without it;
+// and while they are drawn in a search, a plan drawn again is skipped at
+// whichever index runs first, here at the higher.
+func ListPlans(spec Spec, opts SearchOptions) (PlanList, error) {
+	s, err := newSearcher(nil, spec, "", opts)
+	if err != nil {
+		return PlanList{}, err
+	}
+	s.probe = func(context.Context, *Env, Spec) (probed, func(), error) { return probed{}, func() {}, nil }
+	ps := s.plans(context.Background())
+	<-ps.drawn
+	s.wait()
+	list := PlanList{Seed: s.opts.Seed, Shard: s.opts.Shard}
+	seen := map[string]bool{}
+	for i, plan := range ps.plans {
+		key := faults.FormatPlan(plan)
+		if ps.shard.runs(i) {
+			list.Plans = append(list.Plans, ListedPlan{Index: i, Plan: plan, Aimed: i%2 == 1, Probed: i%2 == 1 && i >= ps.probedFrom, Again: seen[key]})
+		}
+		seen[key] = true
+	}
+	return list, nil
+}
+
+// String is the list as kubeprop run --list prints it: a line saying
+// what it is, then a line per plan, its index, what it is (drawn at
+// random, aimed, or probed: aimed at the probe's findings) and the plan.
+func (l PlanList) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d", l.Seed)
+	if l.Shard.sharded() {
+		fmt.Fprintf(&b, ", shard %s", l.Shard)
+	}
+	fmt.Fprintf(&b, ": %d plans (probed: aimed at what the probe sees the controller do, listed as drawn without it; again: run once, at its lower index)\n", len(l.Plans))
+	for _, p := range l.Plans {
+		kind := "random"
+		switch {
+		case p.Probed:
+			kind = "probed"
+		case p.Aimed:
+			kind = "aimed"
+		}
+		if p.Again {
+			kind += ",again"
+		}
+		fmt.Fprintf(&b, "%d %s %s\n", p.Index, kind, faults.FormatPlan(p.Plan))
+	}
+	return b.String()
 }

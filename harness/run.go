@@ -121,6 +121,9 @@ func Run(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (*Report,
 // judged it, before the teardown (which writes the report's Teardown,
 // Timeline and Times until run returns).
 func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (rep *Report, err error) {
+	if err := env.running(); err != nil {
+		return nil, err
+	}
 	spec = spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		return nil, err

@@ -52,9 +52,10 @@ import (
 // shrunk to a minimal plan, printed with its timeline, saved as a scenario
 // file and given a replay command. It searches with the flags
 // -kubeprop.checks, -kubeprop.seed, -kubeprop.shrinktime and
-// -kubeprop.parallel, and their KUBEPROP_* twins (SearchOptionsFromFlags);
-// CheckWith takes the options as a value. With -kubeprop.replay=FILE it
-// replays that scenario instead.
+// -kubeprop.parallel (and -kubeprop.shard), and their KUBEPROP_* twins
+// (SearchOptionsFromFlags); CheckWith takes the options as a value. With
+// -kubeprop.replay=FILE it replays that scenario instead; with
+// -kubeprop.list it logs the plans it would run (ListPlans), and runs none.
 func Check(t TB, env *Env, spec Spec) {
 	t.Helper()
 	opts, err := SearchOptionsFromFlags()
@@ -76,6 +77,14 @@ func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
 	}
 	if *replayFlag != "" {
 		replay(t, env, spec, *replayFlag, true, *replayCountFlag)
+		return
+	}
+	if listing() {
+		list, err := ListPlans(spec, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kubeprop: -kubeprop.list: the plans of %s (none is run):\n%s", t.Name(), list)
 		return
 	}
 	f, err := Find(env, spec, t.Name(), opts)

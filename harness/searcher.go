@@ -18,6 +18,9 @@ func newSearcher(env *Env, spec Spec, name string, opts SearchOptions) (*searche
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
+	if opts.Shard.sharded() && opts.Seed == 0 {
+		return nil, fmt.Errorf("SearchOptions.Shard is %s but the Seed is 0: give every shard the same seed, or each draws its own plans", opts.Shard)
+	}
 	opts = opts.withDefaults(name)
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -264,6 +267,13 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 			}
 			started[i] = true
 			plan := plans.at(i)
+			if !plans.shard.runs(i) {
+				// Another shard's plan: counted as run, so that the
+				// same plan drawn again is skipped here as in the
+				// whole search.
+				s.ran(plan, attempts)
+				continue
+			}
 			if rep := s.failedBefore(plan, property); rep != nil {
 				take(result{i, rep, nil})
 				continue

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/kubeprop/kubeprop/faults"
@@ -37,6 +38,8 @@ var searchSettings = []struct {
 		}},
 	{"parallel", fmt.Sprintf("cases run at once, 1 to %d (0: %d; %d under -race)", MaxParallel, defaultParallel, defaultParallelRace), "a whole number",
 		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.IntVar(&o.Parallel, name, 0, usage) }},
+	{"shard", "run shard I/N of the search: the plans whose index is I mod N (needs the seed; in an Indexed Job, -shards N takes I from $JOB_COMPLETION_INDEX)", "I/N, such as 0/3",
+		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.Var(&o.Shard, name, usage) }},
 }
 
 // EnvTwin is the environment variable that sets the setting of a flag
@@ -47,22 +50,43 @@ func EnvTwin(name string) string {
 }
 
 // SearchFlags defines the search's settings on fs, each as prefix+name
-// (go test's are "kubeprop."), bound to the options returned, and sets
-// each from its environment twin (EnvTwin) now: a flag given on the
-// command line overrides its twin when fs is parsed. The error names each
-// twin that does not parse, and what it takes.
-func SearchFlags(fs *flag.FlagSet, prefix string) (*SearchOptions, error) {
+// (go test's are "kubeprop."), and returns the options they give, to be
+// called once fs is parsed. Each is set from its environment twin
+// (EnvTwin) unless its flag is given. In a pod of a Kubernetes Indexed Job
+// ($JOB_COMPLETION_INDEX set), -shards N (twin KUBEPROP_SHARDS) makes the
+// search the shard of the job's index. The error names each twin that
+// does not parse and what it takes, and a shard that cannot be run.
+func SearchFlags(fs *flag.FlagSet, prefix string) func() (SearchOptions, error) {
 	o := &SearchOptions{}
 	var errs []error
-	for _, s := range searchSettings {
-		usage := fmt.Sprintf("%s (env %s)", s.usage, EnvTwin(s.name))
+	define := func(name, usage, takes string, def func(name, usage string)) {
+		usage = fmt.Sprintf("%s (env %s)", usage, EnvTwin(name))
 		if owner, ok := strings.CutSuffix(prefix, "."); ok {
 			usage = owner + ": " + usage // among go test's flags
 		}
-		s.define(fs, o, prefix+s.name, usage)
-		errs = append(errs, fromEnv(fs.Lookup(prefix+s.name).Value, s.name, s.takes))
+		def(prefix+name, usage)
+		errs = append(errs, fromEnv(fs.Lookup(prefix+name).Value, name, takes))
 	}
-	return o, errors.Join(errs...)
+	for _, s := range searchSettings {
+		define(s.name, s.usage, s.takes, func(name, usage string) { s.define(fs, o, name, usage) })
+	}
+	var shards int
+	define("shards", "the number of shards, for a search in an Indexed Job: the shard's index is $JOB_COMPLETION_INDEX", "a whole number",
+		func(name, usage string) { fs.IntVar(&shards, name, 0, usage) })
+	return func() (SearchOptions, error) {
+		if err := errors.Join(errs...); err != nil {
+			return SearchOptions{}, err
+		}
+		opts := *o
+		var err error
+		if opts.Shard, err = shardOfJob(opts.Shard, shards); err != nil {
+			return SearchOptions{}, err
+		}
+		if opts.Shard.sharded() && opts.Seed == 0 {
+			return SearchOptions{}, fmt.Errorf("shard %s has no seed: give every shard the same -%sseed (env %s), or each draws its own plans", opts.Shard, prefix, EnvTwin("seed"))
+		}
+		return opts, nil
+	}
 }
 
 // fromEnv sets v from the twin of the setting name, when it is set;
@@ -81,15 +105,21 @@ func fromEnv(v flag.Value, name, takes string) error {
 
 // The settings as go test reads them.
 var (
-	testSearch, testSearchErr = SearchFlags(flag.CommandLine, "kubeprop.")
-	replayFlag                = flag.String("kubeprop.replay", "", "kubeprop: replay this scenario file instead of drawing plans (env KUBEPROP_REPLAY)")
-	replayCountFlag           = flag.Int("kubeprop.replay.count", 1, "kubeprop: replay each scenario this many times, -kubeprop.parallel at a time, and say how many reproduced its failure (env KUBEPROP_REPLAY_COUNT)")
-	updateFlag                = flag.Bool("kubeprop.update", false, "kubeprop: a replay that does not see what its scenario expects rewrites the expectation to what it saw, instead of failing (env KUBEPROP_UPDATE)")
-	testFlagsErr              = errors.Join(testSearchErr,
+	testSearch      = SearchFlags(flag.CommandLine, "kubeprop.")
+	listFlag        = flag.Bool("kubeprop.list", false, "kubeprop: Check prints the index and plan of each plan its search would run (with -kubeprop.shard, the shard's), and runs none; no cluster starts (env KUBEPROP_LIST)")
+	replayFlag      = flag.String("kubeprop.replay", "", "kubeprop: replay this scenario file instead of drawing plans (env KUBEPROP_REPLAY)")
+	replayCountFlag = flag.Int("kubeprop.replay.count", 1, "kubeprop: replay each scenario this many times, -kubeprop.parallel at a time, and say how many reproduced its failure (env KUBEPROP_REPLAY_COUNT)")
+	updateFlag      = flag.Bool("kubeprop.update", false, "kubeprop: a replay that does not see what its scenario expects rewrites the expectation to what it saw, instead of failing (env KUBEPROP_UPDATE)")
+	testFlagsErr    = errors.Join(
+		fromEnv(flagValue("kubeprop.list"), "list", "true or false"),
 		fromEnv(flagValue("kubeprop.replay"), "replay", "a scenario file"),
 		fromEnv(flagValue("kubeprop.replay.count"), "replay.count", "a whole number"),
 		fromEnv(flagValue("kubeprop.update"), "update", "true or false"))
 )
+
+// listing: a test binary given -kubeprop.list, in which Check lists
+// plans and Start starts no cluster.
+func listing() bool { return testing.Testing() && *listFlag }
 
 func flagValue(name string) flag.Value { return flag.CommandLine.Lookup(name).Value }
 
@@ -98,10 +128,11 @@ func flagValue(name string) flag.Value { return flag.CommandLine.Lookup(name).Va
 // flags (-rapid.checks, ...) are rapid's, for the package's rapid tests;
 // the search does not read them.
 func SearchOptionsFromFlags() (SearchOptions, error) {
-	if testFlagsErr != nil {
-		return SearchOptions{}, fmt.Errorf("kubeprop's settings: %w", testFlagsErr)
+	opts, err := testSearch()
+	if err = errors.Join(testFlagsErr, err); err != nil {
+		return SearchOptions{}, fmt.Errorf("kubeprop's settings: %w", err)
 	}
-	return *testSearch, nil
+	return opts, nil
 }
 
 // ignoredRapidFlags names the rapid flags given (or their RAPID_* twins)
@@ -143,6 +174,10 @@ type SearchOptions struct {
 	// Parallel is how many cases run at once, in the search and in each
 	// shrink pass: 1 to 64. Zero means DefaultParallel().
 	Parallel int
+	// Shard, of a Count above 1, runs only that shard's plans (see
+	// Shard): the Count shards of one Seed together run the plans of the
+	// whole search, each shrinking its own failure. A shard needs a Seed.
+	Shard Shard
 	// Dir is where the scenario and the HTML timeline of a failure go.
 	// Empty means testdata/kubeprop/<name>, relative to the working folder.
 	Dir string
@@ -208,6 +243,9 @@ func (o SearchOptions) validate() error {
 	}
 	if o.ShrinkTime < 0 {
 		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for %v", o.ShrinkTime, DefaultShrinkTime))
+	}
+	if err := o.Shard.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("SearchOptions.Shard: %w", err))
 	}
 	if o.Parallel < 0 || o.Parallel > MaxParallel {
 		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for the default (%d)", o.Parallel, MaxParallel, DefaultParallel()))

@@ -22,18 +22,82 @@ func TestSearchFlags(t *testing.T) {
 	t.Setenv("KUBEPROP_CHECKS", "7")
 	t.Setenv("KUBEPROP_SHRINKTIME", "90s")
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o, err := SearchFlags(fs, "x.")
+	settings := SearchFlags(fs, "x.")
+	require.NoError(t, fs.Parse(nil))
+	o, err := settings()
 	require.NoError(t, err)
-	require.Equal(t, SearchOptions{Checks: 7, ShrinkTime: 90 * time.Second}, *o, "from the twins")
-	require.NoError(t, fs.Parse([]string{"-x.checks=9", "-x.seed", "42", "-x.parallel=3"}))
-	require.Equal(t, SearchOptions{Checks: 9, Seed: 42, ShrinkTime: 90 * time.Second, Parallel: 3}, *o, "the flags over the twins")
+	require.Equal(t, SearchOptions{Checks: 7, ShrinkTime: 90 * time.Second}, o, "from the twins")
+	require.NoError(t, fs.Parse([]string{"-x.checks=9", "-x.seed", "42", "-x.parallel=3", "-x.shard=1/3"}))
+	o, err = settings()
+	require.NoError(t, err)
+	require.Equal(t, SearchOptions{Checks: 9, Seed: 42, ShrinkTime: 90 * time.Second, Parallel: 3, Shard: Shard{1, 3}}, o, "the flags over the twins")
 	require.Error(t, fs.Parse([]string{"-x.seed=-1"}))
 
 	t.Setenv("KUBEPROP_SHRINKTIME", "soon")
 	t.Setenv("KUBEPROP_PARALLEL", "four")
-	_, err = SearchFlags(flag.NewFlagSet("test", flag.ContinueOnError), "")
+	_, err = SearchFlags(flag.NewFlagSet("test", flag.ContinueOnError), "")()
 	require.ErrorContains(t, err, `$KUBEPROP_SHRINKTIME is "soon": not a duration such as 90s or 2m`)
 	require.ErrorContains(t, err, `$KUBEPROP_PARALLEL is "four": not a whole number`)
+}
+
+// TestShardSettings: a shard is I/N with 0 <= I < N, needs the seed, and
+// in an Indexed Job takes its index from $JOB_COMPLETION_INDEX and its
+// count from -shards; each bad setting is an error that names it.
+func TestShardSettings(t *testing.T) {
+	for bad, want := range map[string]string{
+		"3/3":  "the index counts from 0 to N-1: give 0/3 to 2/3",
+		"0/0":  "a search has 1 shard or more",
+		"x/2":  "write it I/N",
+		"-1/2": "the index counts from 0",
+		"1":    "write it I/N",
+	} {
+		_, err := ParseShard(bad)
+		require.ErrorContains(t, err, want, bad)
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		SearchFlags(fs, "")
+		require.ErrorContains(t, fs.Parse([]string{"-seed=1", "-shard=" + bad}), want, bad)
+	}
+	sh, err := ParseShard("2/5")
+	require.NoError(t, err)
+	require.Equal(t, Shard{2, 5}, sh)
+	require.Equal(t, "2/5", sh.String())
+	require.True(t, sh.runs(7) && sh.runs(2) && !sh.runs(5))
+	require.True(t, Shard{}.runs(5) && Shard{0, 1}.runs(5))
+
+	parse := func(args ...string) (SearchOptions, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		settings := SearchFlags(fs, "")
+		require.NoError(t, fs.Parse(args))
+		return settings()
+	}
+	_, err = parse("-shard=1/3")
+	require.ErrorContains(t, err, "shard 1/3 has no seed: give every shard the same -seed (env KUBEPROP_SEED)")
+	_, err = parse("-seed=3", "-shards=3")
+	require.ErrorContains(t, err, "a count of 3 shards without the shard's index: give -shard I/3, or run in an Indexed Job")
+	_, err = parse("-seed=3", "-shard=1/3", "-shards=4")
+	require.ErrorContains(t, err, "shard 1/3 and a count of 4 shards disagree")
+
+	t.Setenv("JOB_COMPLETION_INDEX", "2")
+	o, err := parse("-seed=3", "-shards=4")
+	require.NoError(t, err)
+	require.Equal(t, Shard{2, 4}, o.Shard, "the job's index")
+	t.Setenv("KUBEPROP_SHARDS", "5")
+	o, err = parse("-seed=3")
+	require.NoError(t, err)
+	require.Equal(t, Shard{2, 5}, o.Shard, "the count from its twin")
+	t.Setenv("KUBEPROP_SHARDS", "")
+	_, err = parse("-seed=3")
+	require.ErrorContains(t, err, "$JOB_COMPLETION_INDEX is set (2) but no shard count: give -shards N (env KUBEPROP_SHARDS)")
+	_, err = parse("-seed=3", "-shard=1/4")
+	require.ErrorContains(t, err, "shard 1/4 disagrees with $JOB_COMPLETION_INDEX=2: give -shard 2/4")
+	o, err = parse("-seed=3", "-shard=2/4")
+	require.NoError(t, err)
+	require.Equal(t, Shard{2, 4}, o.Shard)
+	_, err = parse("-seed=3", "-shards=2")
+	require.ErrorContains(t, err, "shard 2/2: the index counts from 0 to N-1")
+	t.Setenv("JOB_COMPLETION_INDEX", "two")
+	_, err = parse("-seed=3", "-shards=4")
+	require.ErrorContains(t, err, `$JOB_COMPLETION_INDEX is "two": not a completion index`)
 }
 
 // TestUpdateExpectation: -kubeprop.update rewrites a scenario to expect

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -23,12 +24,20 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+// junitProperty is a name and value of a suite's properties: a run's
+// summary (runSummary), which kubeprop merge adds up.
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -78,14 +87,24 @@ func (r *junitReport) add(c junitCase, took time.Duration) {
 	r.took += took
 }
 
-// write writes the report, whole or not at all (a CI step that reads it
+// write writes the report, with a run's summary in its properties (none
+// for the zero summary), whole or not at all (a CI step that reads it
 // must not find half a file).
-func (r *junitReport) write() error {
+func (r *junitReport) write(sum runSummary) error {
 	if r == nil {
 		return nil
 	}
 	suite := junitSuite{Name: r.suite, Tests: len(r.cases), Cases: r.cases, Time: fmt.Sprintf("%.3f", r.took.Seconds())}
-	for _, c := range r.cases {
+	if sum != (runSummary{}) {
+		suite.Properties = sum.properties()
+	}
+	return writeJUnit(r.path, suite)
+}
+
+// writeJUnit writes a report of one suite to path, whole or not at all.
+func writeJUnit(path string, suite junitSuite) error {
+	suite.Tests, suite.Failures, suite.Errors = len(suite.Cases), 0, 0
+	for _, c := range suite.Cases {
 		if c.Failure != nil {
 			suite.Failures++
 		}
@@ -97,12 +116,81 @@ func (r *junitReport) write() error {
 	if err != nil {
 		return fmt.Errorf("writing the JUnit report: %w", err)
 	}
-	tmp := r.path + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
 		return fmt.Errorf("writing the JUnit report: %w", err)
 	}
-	if err := os.Rename(tmp, r.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("writing the JUnit report: %w", err)
 	}
 	return nil
+}
+
+// runSummary is what kubeprop run's summary line says; its JUnit report
+// keeps it as properties, for kubeprop merge to add up.
+type runSummary struct {
+	Plans, Again, Failures, ShrinkRuns int64
+	Seed                               uint64
+	Shard                              string // I/N; empty: the whole search
+}
+
+// line is the summary line of a run that took took.
+func (s runSummary) line(took time.Duration) string {
+	plans := fmt.Sprint(s.Plans, " plans")
+	if s.Again > 0 {
+		plans += fmt.Sprintf(" (and %d drawn again, not run twice)", s.Again)
+	}
+	line := fmt.Sprintf("%s, %d failures, %d shrink runs, %s, seed %d", plans, s.Failures, s.ShrinkRuns, took.Round(time.Second), s.Seed)
+	if s.Shard != "" {
+		line += ", shard " + s.Shard
+	}
+	return line
+}
+
+// The properties a run's summary is kept in.
+const (
+	propPlans      = "kubeprop.plans"
+	propAgain      = "kubeprop.drawn-again"
+	propFailures   = "kubeprop.failures"
+	propShrinkRuns = "kubeprop.shrink-runs"
+	propSeed       = "kubeprop.seed"
+	propShard      = "kubeprop.shard"
+)
+
+func (s runSummary) properties() []junitProperty {
+	props := []junitProperty{
+		{propPlans, fmt.Sprint(s.Plans)}, {propAgain, fmt.Sprint(s.Again)}, {propFailures, fmt.Sprint(s.Failures)},
+		{propShrinkRuns, fmt.Sprint(s.ShrinkRuns)}, {propSeed, fmt.Sprint(s.Seed)},
+	}
+	if s.Shard != "" {
+		props = append(props, junitProperty{propShard, s.Shard})
+	}
+	return props
+}
+
+// summaryOf reads a run's summary back from its suite's properties; a
+// value that does not parse is an error.
+func summaryOf(props []junitProperty) (runSummary, error) {
+	var s runSummary
+	for _, p := range props {
+		var err error
+		switch p.Name {
+		case propPlans:
+			s.Plans, err = strconv.ParseInt(p.Value, 10, 64)
+		case propAgain:
+			s.Again, err = strconv.ParseInt(p.Value, 10, 64)
+		case propFailures:
+			s.Failures, err = strconv.ParseInt(p.Value, 10, 64)
+		case propShrinkRuns:
+			s.ShrinkRuns, err = strconv.ParseInt(p.Value, 10, 64)
+		case propSeed:
+			s.Seed, err = strconv.ParseUint(p.Value, 10, 64)
+		case propShard:
+			s.Shard = p.Value
+		}
+		if err != nil {
+			return s, fmt.Errorf("property %s is %q: not a number", p.Name, p.Value)
+		}
+	}
+	return s, nil
 }

@@ -40,8 +40,9 @@ plane under randomized faults, and shrinks what breaks it to a minimal plan.
 Usage:
   kubeprop run [flags] SPEC.yaml            search fault plans for a property failure
   kubeprop replay [flags] SCENARIO.yaml...  run saved scenarios again
+  kubeprop merge OUT DIR...                 merge the reports of runs (shards)
   kubeprop bins [--dir DIR] [--print-path]  build the cluster binaries
-  kubeprop help [run|replay|bins]           show help
+  kubeprop help [run|replay|merge|bins]     show help
 
 A spec file names the controller binary, its CRDs, the fixtures (YAML
 manifests), the faults with their options, and invariants as CEL
@@ -88,6 +89,12 @@ harness failure; of several scenarios, the worst. --junit FILE writes a
 JUnit XML report (run: one test case for the spec; replay: one per
 scenario) with the property, the message, the shrunk plan, the seed, the
 scenario and the replay command of each failure.
+
+Campaigns on many machines: run --seed S --shard I/N runs the plans of
+seed S whose index is I mod N (in a Kubernetes Indexed Job, --shards N
+takes I from $JOB_COMPLETION_INDEX); the N shards together run the plans
+of one run. run --list prints the plans without running any. kubeprop
+merge gathers the shards' reports and scenarios into one.
 `
 
 func main() {
@@ -117,14 +124,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return replayCommand(args[1:], stdout, stderr)
 	case "bins":
 		return binsCommand(args[1:], stdout, stderr)
+	case "merge":
+		return mergeCommand(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && (args[1] == "run" || args[1] == "replay" || args[1] == "bins") {
+		if len(args) > 1 && slices.Contains([]string{"run", "replay", "bins", "merge"}, args[1]) {
 			return run([]string{args[1], "-h"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return exitPass
 	default:
-		fmt.Fprintf(stderr, "kubeprop: unknown command %q; the commands are run, replay, bins and help\n", args[0])
+		fmt.Fprintf(stderr, "kubeprop: unknown command %q; the commands are run, replay, merge, bins and help\n", args[0])
 		return exitBadInput
 	}
 }
@@ -133,15 +142,17 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("kubeprop run", "Usage: kubeprop run [flags] SPEC.yaml\n\nDraws fault plans for the controller of SPEC.yaml, runs each on a hollow\ncluster, and shrinks the first property failure to a minimal plan, saved\nas a scenario for kubeprop replay. It ends with a summary line: plans run,\nfailing cases, time, seed.\n", stderr)
 	// The search's settings, as go test's -kubeprop.* flags name them;
 	// -checks 0 takes the spec's checks first.
-	opts, envErr := harness.SearchFlags(fs, "")
+	settings := harness.SearchFlags(fs, "")
+	list := fs.Bool("list", false, "print the index and plan of each plan the search would run (with -shard, the shard's), and run none: no cluster starts")
 	out := fs.String("out", "", "where scenarios go: OUT/testdata/kubeprop/NAME/, with an HTML timeline beside each (default: the spec file's folder)")
 	junitPath := fs.String("junit", "", "write a JUnit XML report there: one test case for the spec")
 	verbose := fs.Bool("v", false, "print every case's timeline to stderr")
 	if code, ok := parse(fs, args, 1, stderr); !ok {
 		return code
 	}
-	if envErr != nil {
-		return badInput(stderr, envErr)
+	opts, err := settings()
+	if err != nil {
+		return badInput(stderr, err)
 	}
 	junit, err := newJUnit(*junitPath, "kubeprop.run")
 	if err != nil {
@@ -157,6 +168,14 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if opts.Seed == 0 {
 		opts.Seed = rand.Uint64() // drawn here, so that the summary names it
 	}
+	if *list {
+		plans, err := harness.ListPlans(l.spec, opts)
+		if err != nil {
+			return badInput(stderr, err)
+		}
+		fmt.Fprint(stdout, plans)
+		return exitPass
+	}
 	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
 	// The plans drawn and run, those of them that failed, the plans drawn
 	// again (not run twice), and the shrink's runs, counted apart.
@@ -166,15 +185,13 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	// report, the summary line.
 	finish := func(tc junitCase, code int) int {
 		tc.Name = name
-		junit.add(tc, time.Since(started))
-		if err := junit.write(); err != nil {
+		took := time.Since(started)
+		sum := runSummary{Plans: cases.Load(), Again: again.Load(), Failures: failing.Load(), ShrinkRuns: shrinkRuns.Load(), Seed: opts.Seed, Shard: opts.Shard.String()}
+		junit.add(tc, took)
+		if err := junit.write(sum); err != nil {
 			code = badInput(stderr, err)
 		}
-		plans := fmt.Sprint(cases.Load(), " plans")
-		if n := again.Load(); n > 0 {
-			plans += fmt.Sprintf(" (and %d drawn again, not run twice)", n)
-		}
-		fmt.Fprintf(stdout, "%s, %d failures, %d shrink runs, %s, seed %d\n", plans, failing.Load(), shrinkRuns.Load(), time.Since(started).Round(time.Second), opts.Seed)
+		fmt.Fprintln(stdout, sum.line(took))
 		return code
 	}
 	harnessError := func(err error) int {
@@ -212,8 +229,12 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		*out = filepath.Dir(fs.Arg(0))
 	}
 	opts.Dir = filepath.Join(*out, harness.ScenarioDir, name)
-	fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s, seed %d\n", opts.Checks, l.path, opts.Seed)
-	f, err := harness.Find(env, l.spec, name, *opts)
+	if opts.Shard.Count > 1 {
+		fmt.Fprintf(stderr, "kubeprop: searching shard %s of %d plans of %s, seed %d\n", opts.Shard, opts.Checks, l.path, opts.Seed)
+	} else {
+		fmt.Fprintf(stderr, "kubeprop: searching %d plans of %s, seed %d\n", opts.Checks, l.path, opts.Seed)
+	}
+	f, err := harness.Find(env, l.spec, name, opts)
 	if err != nil {
 		return harnessError(err)
 	}
@@ -320,7 +341,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 		junit.add(tc, time.Since(began))
 		code = max(code, c)
 	}
-	if err := junit.write(); err != nil {
+	if err := junit.write(runSummary{}); err != nil {
 		fmt.Fprintf(stderr, "kubeprop: %v\n", err)
 		code = exitBadInput
 	}

@@ -55,16 +55,16 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write a heap profile of what the run still holds at its end to this file")
 	// -checks, -seed, -shrinktime and -parallel, as go test's -kubeprop.*
 	// flags name them, with the same defaults (make demo gives -checks 20).
-	searchFlags, envErr := harness.SearchFlags(flag.CommandLine, "")
+	settings := harness.SearchFlags(flag.CommandLine, "")
 	flag.IntVar(&targetsAtOnce, "targets", 4, "controllers searched at once; they share -parallel (the demo only: the bench searches one at a time)")
 	flag.BoolVar(&reference, "reference", true, "the demo only: judge every case against its reference run too (properties.MatchesReference), the oracle that needs no predicate")
 	flag.BoolVar(&generic, "generic", false, "the demo only: judge with the general properties alone (the targets' own predicates left out; matches-reference in, whatever -reference says)")
 	flag.Parse()
-	if envErr != nil {
-		fmt.Fprintln(os.Stderr, "demo:", envErr)
+	var err error
+	if search, err = settings(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(2)
 	}
-	search = *searchFlags
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	os.Exit(run(*only, *seeds, *memProfile))
