@@ -116,7 +116,7 @@ func TestBadSpecs(t *testing.T) {
 	require.Contains(t, stderr, "reading the spec: open no-such-spec.yaml: no such file or directory")
 	code, _, stderr = kubeprop(t, "explode")
 	require.Equal(t, exitBadInput, code)
-	require.Contains(t, stderr, `unknown command "explode"; the commands are run, replay, bins and help`)
+	require.Contains(t, stderr, `unknown command "explode"; the commands are run, replay, merge, bins and help`)
 	code, stdout, _ := kubeprop(t, "help")
 	require.Equal(t, exitPass, code)
 	require.Contains(t, stdout, "Exit codes: 0 every property held, 1 a property failed, 2 bad input")
