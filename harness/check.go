@@ -1,272 +1,61 @@
 package harness
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strings"
-	"testing"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
 	"github.com/kubeprop/kubeprop/harness/scenario"
 )
 
-// ScenarioDir is where Check saves the scenarios of failures, under the
-// test's name.
-const ScenarioDir = "testdata/kubeprop"
-
-// Replay runs the plan of a scenario file (-kubeprop.replay.count times,
-// -kubeprop.parallel at a time) and checks what it expects: a failure of
-// the named property (in every replay, or in the share expect.rate
-// states), or every property holding. With -kubeprop.update, a replay
-// that does not see that rewrites the file's expectation to what it saw
-// (after a deliberate change: a bug fixed, a property renamed) and logs
-// the change, instead of failing.
-func Replay(t TB, env *Env, spec Spec, file string) {
+// Check draws fault plans and runs each on env; a property failure is
+// shrunk to a minimal plan, printed with its timeline, saved as a scenario
+// file and given a replay command. It searches with the flags
+// -kubeprop.checks, -kubeprop.seed, -kubeprop.shrinktime and
+// -kubeprop.parallel (and -kubeprop.shard), and their KUBEPROP_* twins
+// (SearchOptionsFromFlags); CheckWith takes the options as a value. With
+// -kubeprop.replay=FILE it replays that scenario instead; with
+// -kubeprop.list it logs the plans it would run (ListPlans), and runs none.
+func Check(t TB, env *Env, spec Spec) {
 	t.Helper()
-	if _, err := SearchOptionsFromFlags(); err != nil {
-		t.Fatal(err)
-	}
-	spec = spec.withDefaults()
-	if err := spec.validate(); err != nil {
-		t.Fatal(err)
-	}
-	replay(t, env, spec, file, false, *replayCountFlag)
-}
-
-// ReplayDir replays every scenario file (*.yaml, but the events and
-// objects saved beside one) under dir, recursively, each as a subtest
-// named by its path under dir. Give it the folder of this spec's scenarios
-// (testdata/kubeprop/TestConformance), or all of testdata/kubeprop when
-// every test there shares the spec. A folder that does not exist holds no
-// scenarios. A *testing.T runs each as a subtest; another testing.TB (a
-// benchmark's) replays them one after another in t itself.
-func ReplayDir(t testing.TB, env *Env, spec Spec, dir string) {
-	t.Helper()
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && path == dir {
-			return filepath.SkipDir
-		}
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") && !scenario.IsEvidence(path) {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("kubeprop: reading scenarios under %s: %v", dir, err)
-	}
-	for _, f := range files {
-		rel, _ := filepath.Rel(dir, f)
-		if sub, ok := t.(interface {
-			Run(string, func(*testing.T)) bool
-		}); ok {
-			sub.Run(strings.TrimSuffix(rel, ".yaml"), func(t *testing.T) { Replay(t, env, spec, f) })
-			continue
-		}
-		Replay(t, env, spec, f)
-	}
-}
-
-// replay runs a scenario count times. show makes every property failure
-// fail the test (the replay command: the user wants to see the failure);
-// otherwise the scenario's expectation is checked: every
-// replay passes, or enough of them reproduce the failure (expect.rate).
-func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
-	t.Helper()
-	s, plan, err := scenario.ReadPlan(file, spec.known())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if count < 1 {
-		t.Fatalf("kubeprop: -kubeprop.replay.count is %d: give how many times to replay each scenario, 1 or more", count)
-	}
 	opts, err := SearchOptionsFromFlags()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reps, err := Repeat(context.Background(), env, spec, plan, RepeatOptions{Count: count, Parallel: opts.Parallel})
+	for _, ignored := range ignoredRapidFlags() {
+		t.Logf("kubeprop: %s", ignored)
+	}
+	CheckWith(t, env, spec, opts)
+}
+
+// CheckWith is Check with the search's options given.
+func CheckWith(t TB, env *Env, spec Spec, opts SearchOptions) {
+	t.Helper()
+	spec, err := lifecycle.Checked(spec)
 	if err != nil {
-		t.Fatalf("kubeprop: the harness failed replaying %s: %v", file, err)
+		t.Fatal(err)
 	}
-	n := len(reps)
-	of := func(i int) string {
-		if n == 1 {
-			return ""
-		}
-		return fmt.Sprintf(" (replay %d of %d)", i+1, n)
-	}
-	timeline := func(rep *Report) string { return "\n      " + strings.Join(rep.Timeline, "\n      ") }
-	if show {
-		for i, rep := range reps {
-			for _, f := range rep.Failures {
-				t.Errorf("kubeprop: %s%s", f.Message, of(i))
-			}
-		}
-		if n > 1 {
-			t.Logf("kubeprop: %s failed in %d of %d replays", file, reps.Failing(""), n)
-		}
-		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline(reps[0]))
+	if *replayFlag != "" {
+		replay(t, env, spec, *replayFlag, true, *replayCountFlag)
 		return
 	}
-	if *updateFlag && !reps.meets(s.Expect) {
-		was, err := updateExpectation(file, s, reps)
+	if listing() {
+		list, err := ListPlans(spec, opts)
 		if err != nil {
-			t.Fatalf("kubeprop: -kubeprop.update: %v", err)
+			t.Fatal(err)
 		}
-		t.Logf("kubeprop: -kubeprop.update rewrote %s: it expected %s, its replays saw %s", file, describeExpect(was), describeExpect(expectationOf(reps, was)))
+		t.Logf("kubeprop: -kubeprop.list: the plans of %s (none is run):\n%s", t.Name(), list)
 		return
 	}
-	switch s.Expect.Outcome {
-	case scenario.Pass:
-		for i, rep := range reps {
-			for _, f := range rep.Failures {
-				t.Errorf("kubeprop: %s (replaying %s%s, which expects every property to hold)\n    timeline:%s", f.Message, file, of(i), timeline(rep))
-			}
-		}
-		if n > 1 {
-			t.Logf("kubeprop: %s passed %d of %d", file, n-reps.Failing(""), n)
-		}
-	case scenario.Fail:
-		reproduced, need := reps.Failing(s.Expect.Property), s.Expect.Needed(n)
-		missed := slices.IndexFunc(reps, func(rep *Report) bool { return !rep.FailedOn(s.Expect.Property) })
-		switch {
-		case reproduced >= need:
-			t.Logf("kubeprop: %s reproduced %d of %d (%s)", file, reproduced, n, reps[0].Times)
-		case reproduced == 0:
-			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass (or replay with -kubeprop.update)\n    timeline:%s",
-				file, s.Expect.Property, inAll(n), timeline(reps[missed]))
-		default:
-			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered (-kubeprop.update), or a look at what it now depends on\n    timeline of a replay that passed:%s",
-				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, s.Expect.Share(), timeline(reps[missed]))
-		}
+	f, err := Find(env, spec, t.Name(), opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// expectationOf is what the replays reps saw, as a scenario expects it:
-// every property held, or a property failed, in all or in a share of
-// them. Of several properties failing, the one expected stays when it
-// failed in any replay; else the one that failed in the most.
-func expectationOf(reps Replays, expected scenario.Expect) scenario.Expect {
-	if reps.Failing("") == 0 {
-		return scenario.Expect{Outcome: scenario.Pass}
+	if f != nil {
+		log, events, objects := scenario.Evidence(f.Scenario)
+		t.Errorf("kubeprop: %s\n    plan (shrunk from %d to %d steps): %s\n    seed:     %d\n    timeline:\n      %s\n    timeline: %s\n    scenario: %s\n    log:      %s\n    events:   %s\n    objects:  %s\n    replay:   go test -run '%s' -kubeprop.replay=%s",
+			f.Message, f.DrawnSteps, len(f.Plan), faults.FormatPlan(f.Plan), f.Seed,
+			strings.Join(f.Report.Timeline, "\n      "), f.Page, f.Scenario, log, events, objects, scenario.RunPattern(t.Name()), f.Scenario)
+		t.FailNow()
 	}
-	property := expected.Property
-	if reps.Failing(property) == 0 || expected.Outcome != scenario.Fail {
-		counts := map[string]int{}
-		for _, rep := range reps {
-			for _, f := range rep.Failures {
-				counts[f.Property]++
-			}
-		}
-		property = ""
-		for _, name := range slices.Sorted(maps.Keys(counts)) {
-			if property == "" || counts[name] > counts[property] {
-				property = name
-			}
-		}
-	}
-	out := scenario.Expect{Outcome: scenario.Fail, Property: property}
-	for _, rep := range reps {
-		if i := slices.IndexFunc(rep.Failures, func(f Failure) bool { return f.Property == property }); i >= 0 {
-			out.Message = rep.Failures[i].Message
-			break
-		}
-	}
-	if k, n := reps.Failing(property), len(reps); k < n {
-		out.Rate = ShrinkStats{Replays: n, Reproduced: k}.rate()
-	}
-	return out
-}
-
-// updateExpectation rewrites the scenario s of file to expect what reps
-// saw, and returns what it expected before.
-func updateExpectation(file string, s scenario.Scenario, reps Replays) (was scenario.Expect, _ error) {
-	was, s.Expect = s.Expect, expectationOf(reps, s.Expect)
-	return was, s.Rewrite(file)
-}
-
-// meets is whether reps see what expected expects, as a replay judges.
-func (r Replays) meets(expected scenario.Expect) bool {
-	if expected.Outcome == scenario.Pass {
-		return r.Failing("") == 0
-	}
-	return r.Failing(expected.Property) >= expected.Needed(len(r))
-}
-
-func describeExpect(e scenario.Expect) string {
-	switch {
-	case e.Outcome == scenario.Pass:
-		return "pass"
-	case e.Rate > 0:
-		return fmt.Sprintf("fail %s at rate %v", e.Property, e.Rate)
-	}
-	return "fail " + e.Property
-}
-
-func inAll(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return fmt.Sprintf(" in all %d replays", n)
-}
-
-// Replays are the reports of a plan's runs (Repeat), in order.
-type Replays []*Report
-
-// Failing is how many of the runs property failed in; with property
-// empty, how many failed at all.
-func (r Replays) Failing(property string) int {
-	n := 0
-	for _, rep := range r {
-		if rep.FailedOn(property) {
-			n++
-		}
-	}
-	return n
-}
-
-// RepeatOptions configure Repeat. Zero values take the defaults.
-type RepeatOptions struct {
-	// Count is how many times the plan runs. Zero means once.
-	Count int
-	// Parallel is how many of the runs go at once, at most MaxParallel.
-	// Zero means DefaultParallel.
-	Parallel int
-}
-
-// Repeat runs plan Count times, Parallel at a time, each a case of its
-// own (the reference run, if any, made once), and returns their reports in
-// order: how often a failure reproduces. The first harness error ends it.
-func Repeat(ctx context.Context, env *Env, spec Spec, plan []faults.Step, opts RepeatOptions) (Replays, error) {
-	count, parallel := max(opts.Count, 1), opts.Parallel
-	if parallel == 0 {
-		parallel = DefaultParallel()
-	}
-	if parallel < 0 || parallel > MaxParallel {
-		return nil, fmt.Errorf("repeating a plan: Parallel is %d; give 1 to %d, or 0 for the default", parallel, MaxParallel)
-	}
-	reps := make(Replays, count)
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for i := range count {
-		g.Go(func() error {
-			rep, err := Run(ctx, env, spec, plan)
-			if err != nil {
-				return fmt.Errorf("replay %d of %d: %w", i+1, count, err)
-			}
-			reps[i] = rep
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return reps, nil
 }

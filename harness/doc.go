@@ -35,10 +35,16 @@
 // takes its grace period (cluster time, capped by
 // kubelet.Options.MaxGracePeriod) before its kubelet confirms it gone.
 //
-// Inside, a case's trace is built by package internal/record (states,
-// field writes and who wrote them, reconciles, requests from the audit
-// log), and the faults that act on the controller itself (API errors, a
-// crash after a write, stale watches) by package internal/inject.
+// Inside, this package is a facade: a case's life (Spec, Env, Run, the
+// controller routes, Report) is package internal/lifecycle's, the search
+// and the shrinker (Find, SearchOptions, Finding) package
+// internal/search's, and the types here are theirs, by alias: go doc shows
+// their fields there (go doc
+// github.com/kubeprop/kubeprop/harness/internal/lifecycle.Spec). A case's
+// trace is built by package internal/record (states, field writes and who
+// wrote them, reconciles, requests from the audit log), and the faults
+// that act on the controller itself (API errors, a crash after a write,
+// stale watches) by package internal/inject.
 //
 // Nothing a case does leaves the machine: a controller binary (Process)
 // runs, as root, in a network namespace of its own that reaches the API

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/internal/search"
 )
 
 // GoroutineStacks returns the stack of every goroutine, one per string:
@@ -24,9 +25,7 @@ func GoroutineStacks() []string {
 // ProbeWrites is the search's probe of the controller's writes, and the
 // resources it watched.
 func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, []string, error) {
-	p, tornDown, err := probeWrites(ctx, env, spec)
-	tornDown()
-	return p.writes, p.provoked, p.watched, err
+	return search.ProbeWrites(ctx, env, spec)
 }
 
 // ReplayCount is Replay with -kubeprop.replay.count=count.
@@ -37,4 +36,4 @@ func ReplayCount(t TB, env *Env, spec Spec, file string, count int) {
 
 // ReproduceReplays is how many times the shrink's end replays the plan
 // drawn and the shrunk one.
-const ReproduceReplays = reproduceReplays
+const ReproduceReplays = search.ReproduceReplays

@@ -4,15 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/kubeprop/kubeprop/faults"
 )
 
 // The search's settings have one definition, here, for every way in:
@@ -36,7 +31,7 @@ var searchSettings = []struct {
 		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) {
 			fs.DurationVar(&o.ShrinkTime, name, 0, usage)
 		}},
-	{"parallel", fmt.Sprintf("cases run at once, 1 to %d (0: %d; %d under -race)", MaxParallel, defaultParallel, defaultParallelRace), "a whole number",
+	{"parallel", fmt.Sprintf("cases run at once, 1 to %d (0: %d in this binary; 2 under -race)", MaxParallel, DefaultParallel()), "a whole number",
 		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.IntVar(&o.Parallel, name, 0, usage) }},
 	{"shard", "run shard I/N of the search: the plans whose index is I mod N (needs the seed; in an Indexed Job, -shards N takes I from $JOB_COMPLETION_INDEX)", "I/N, such as 0/3",
 		func(fs *flag.FlagSet, o *SearchOptions, name, usage string) { fs.Var(&o.Shard, name, usage) }},
@@ -82,7 +77,7 @@ func SearchFlags(fs *flag.FlagSet, prefix string) func() (SearchOptions, error) 
 		if opts.Shard, err = shardOfJob(opts.Shard, shards); err != nil {
 			return SearchOptions{}, err
 		}
-		if opts.Shard.sharded() && opts.Seed == 0 {
+		if opts.Shard.Count > 1 && opts.Seed == 0 {
 			return SearchOptions{}, fmt.Errorf("shard %s has no seed: give every shard the same -%sseed (env %s), or each draws its own plans", opts.Shard, prefix, EnvTwin("seed"))
 		}
 		return opts, nil
@@ -157,123 +152,40 @@ func ignoredRapidFlags() []string {
 	return out
 }
 
-// SearchOptions configure a search (Check, Find). The zero value is 100
-// plans from a random seed, 1 m of shrinking, DefaultParallel cases at a
-// time, and scenarios under testdata/kubeprop/<name>. go test, kubeprop
-// run, the demo and the soak take the same settings by the same names
-// (SearchFlags).
-type SearchOptions struct {
-	// Checks is how many plans to draw. Zero means 100.
-	Checks int
-	// Seed makes a search repeatable: the same seed draws the same plans.
-	// Zero draws a random one, which the finding names.
-	Seed uint64
-	// ShrinkTime bounds shrinking, from the first failure on. Zero means
-	// 1 m.
-	ShrinkTime time.Duration
-	// Parallel is how many cases run at once, in the search and in each
-	// shrink pass: 1 to 64. Zero means DefaultParallel().
-	Parallel int
-	// Shard, of a Count above 1, runs only that shard's plans (see
-	// Shard): the Count shards of one Seed together run the plans of the
-	// whole search, each shrinking its own failure. A shard needs a Seed.
-	Shard Shard
-	// Dir is where the scenario and the HTML timeline of a failure go.
-	// Empty means testdata/kubeprop/<name>, relative to the working folder.
-	Dir string
-	// OnCase, when set, is called with the report of every case as it
-	// ends, one call at a time (with Parallel > 1 from the goroutines that
-	// ran the cases, never two at once).
-	OnCase func(*Report)
-	// OnSkip, when set, is called with a plan drawn that the search does
-	// not run: the same plan ran before (rapid draws short plans more
-	// than once). Called as OnCase is.
-	OnSkip func(plan []faults.Step)
-}
+// jobIndexEnv is the variable a Kubernetes Indexed Job gives each pod its
+// completion index in.
+const jobIndexEnv = "JOB_COMPLETION_INDEX"
 
-// The search's defaults: what zero SearchOptions.Checks and ShrinkTime
-// mean.
-const (
-	DefaultChecks     = 100
-	DefaultShrinkTime = time.Minute
-)
-
-// MaxParallel bounds SearchOptions.Parallel.
-const MaxParallel = 64
-
-// DefaultParallel is what a zero SearchOptions.Parallel means: the cases
-// at once that keep a 2-core machine busy without false alarms (see the
-// README's bench table); two in a binary built with -race, whose
-// in-process work is several times slower.
-func DefaultParallel() int {
-	if raceDetector {
-		return defaultParallelRace
+// shardOfJob is the shard of a search given shard (zero: not given) and
+// count (the -shards setting; 0: not given), in a pod of an Indexed Job
+// when JOB_COMPLETION_INDEX is set: its index is the job's, its count
+// that of the shard or of count. A shard given that disagrees with the
+// job's index, or a job index with no count, is an error.
+func shardOfJob(shard Shard, count int) (Shard, error) {
+	if count < 0 {
+		return Shard{}, fmt.Errorf("the shard count is %d: give the number of shards, 1 or more", count)
 	}
-	return defaultParallel
-}
-
-const (
-	defaultParallel     = 16
-	defaultParallelRace = 2
-)
-
-func (o SearchOptions) withDefaults(name string) SearchOptions {
-	if o.Checks == 0 {
-		o.Checks = DefaultChecks
+	if shard.Count > 0 && count > 0 && shard.Count != count {
+		return Shard{}, fmt.Errorf("shard %s and a count of %d shards disagree: give one of them", shard, count)
 	}
-	if o.Seed == 0 {
-		o.Seed = rand.Uint64()
-	}
-	if o.ShrinkTime == 0 {
-		o.ShrinkTime = DefaultShrinkTime
-	}
-	if o.Parallel == 0 {
-		o.Parallel = DefaultParallel()
-	}
-	if o.Dir == "" {
-		o.Dir = filepath.Join(ScenarioDir, name)
-	}
-	return o
-}
-
-func (o SearchOptions) validate() error {
-	var errs []error
-	if o.Checks < 0 {
-		errs = append(errs, fmt.Errorf("SearchOptions.Checks is %d: give a number of plans, or 0 for %d", o.Checks, DefaultChecks))
-	}
-	if o.ShrinkTime < 0 {
-		errs = append(errs, fmt.Errorf("SearchOptions.ShrinkTime is %v: give a duration, or 0 for %v", o.ShrinkTime, DefaultShrinkTime))
-	}
-	if err := o.Shard.validate(); err != nil {
-		errs = append(errs, fmt.Errorf("SearchOptions.Shard: %w", err))
-	}
-	if o.Parallel < 0 || o.Parallel > MaxParallel {
-		errs = append(errs, fmt.Errorf("SearchOptions.Parallel is %d: give 1 to %d cases at once, or 0 for the default (%d)", o.Parallel, MaxParallel, DefaultParallel()))
-	}
-	if err := writable(o.Dir); err != nil {
-		errs = append(errs, fmt.Errorf("SearchOptions.Dir: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// writable checks, without creating anything, that dir can be made and
-// written: its nearest existing ancestor is a writable folder.
-func writable(dir string) error {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		info, err := os.Stat(p)
-		switch {
-		case err == nil && !info.IsDir():
-			return fmt.Errorf("%s is not a folder, so %s cannot be made", p, dir)
-		case err == nil:
-			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
-				return fmt.Errorf("folder %s cannot be written: %w", p, err)
-			}
-			return nil
-		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return fmt.Errorf("%s: %w", dir, err)
+	job, inJob := os.LookupEnv(jobIndexEnv)
+	if !inJob || job == "" {
+		if shard.Count == 0 && count > 0 {
+			return Shard{}, fmt.Errorf("a count of %d shards without the shard's index: give -shard I/%d, or run in an Indexed Job (which sets $%s)", count, count, jobIndexEnv)
 		}
-		if filepath.Dir(p) == p {
-			return nil
-		}
+		return shard, nil
 	}
+	index, err := strconv.Atoi(job)
+	if err != nil || index < 0 {
+		return Shard{}, fmt.Errorf("$%s is %q: not a completion index (0, 1, ...)", jobIndexEnv, job)
+	}
+	switch {
+	case shard.Count > 0 && shard.Index != index:
+		return Shard{}, fmt.Errorf("shard %s disagrees with $%s=%d: give -shard %d/%d, or no -shard (the job's index is taken)", shard, jobIndexEnv, index, index, shard.Count)
+	case shard.Count > 0:
+		return shard, nil
+	case count == 0:
+		return Shard{}, fmt.Errorf("$%s is set (%d) but no shard count: give -shards N (env %s), the job's completions", jobIndexEnv, index, EnvTwin("shards"))
+	}
+	return ParseShard(fmt.Sprintf("%d/%d", index, count))
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"flag"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,7 @@ func TestSearchFlags(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"-x.checks=9", "-x.seed", "42", "-x.parallel=3", "-x.shard=1/3"}))
 	o, err = settings()
 	require.NoError(t, err)
-	require.Equal(t, SearchOptions{Checks: 9, Seed: 42, ShrinkTime: 90 * time.Second, Parallel: 3, Shard: Shard{1, 3}}, o, "the flags over the twins")
+	require.Equal(t, SearchOptions{Checks: 9, Seed: 42, ShrinkTime: 90 * time.Second, Parallel: 3, Shard: Shard{Index: 1, Count: 3}}, o, "the flags over the twins")
 	require.Error(t, fs.Parse([]string{"-x.seed=-1"}))
 
 	t.Setenv("KUBEPROP_SHRINKTIME", "soon")
@@ -59,10 +60,8 @@ func TestShardSettings(t *testing.T) {
 	}
 	sh, err := ParseShard("2/5")
 	require.NoError(t, err)
-	require.Equal(t, Shard{2, 5}, sh)
+	require.Equal(t, Shard{Index: 2, Count: 5}, sh)
 	require.Equal(t, "2/5", sh.String())
-	require.True(t, sh.runs(7) && sh.runs(2) && !sh.runs(5))
-	require.True(t, Shard{}.runs(5) && Shard{0, 1}.runs(5))
 
 	parse := func(args ...string) (SearchOptions, error) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -80,11 +79,11 @@ func TestShardSettings(t *testing.T) {
 	t.Setenv("JOB_COMPLETION_INDEX", "2")
 	o, err := parse("-seed=3", "-shards=4")
 	require.NoError(t, err)
-	require.Equal(t, Shard{2, 4}, o.Shard, "the job's index")
+	require.Equal(t, Shard{Index: 2, Count: 4}, o.Shard, "the job's index")
 	t.Setenv("KUBEPROP_SHARDS", "5")
 	o, err = parse("-seed=3")
 	require.NoError(t, err)
-	require.Equal(t, Shard{2, 5}, o.Shard, "the count from its twin")
+	require.Equal(t, Shard{Index: 2, Count: 5}, o.Shard, "the count from its twin")
 	t.Setenv("KUBEPROP_SHARDS", "")
 	_, err = parse("-seed=3")
 	require.ErrorContains(t, err, "$JOB_COMPLETION_INDEX is set (2) but no shard count: give -shards N (env KUBEPROP_SHARDS)")
@@ -92,7 +91,7 @@ func TestShardSettings(t *testing.T) {
 	require.ErrorContains(t, err, "shard 1/4 disagrees with $JOB_COMPLETION_INDEX=2: give -shard 2/4")
 	o, err = parse("-seed=3", "-shard=2/4")
 	require.NoError(t, err)
-	require.Equal(t, Shard{2, 4}, o.Shard)
+	require.Equal(t, Shard{Index: 2, Count: 4}, o.Shard)
 	_, err = parse("-seed=3", "-shards=2")
 	require.ErrorContains(t, err, "shard 2/2: the index counts from 0 to N-1")
 	t.Setenv("JOB_COMPLETION_INDEX", "two")
@@ -131,7 +130,7 @@ func TestUpdateExpectation(t *testing.T) {
 		{"another one instead", fail("converges", 0), Replays{failed("quiescent"), failed("no-panics")}, false, fail("no-panics", 0.5)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.meets, c.reps.meets(c.expected))
+			require.Equal(t, c.meets, meets(c.reps, c.expected))
 			require.Equal(t, c.seen, expectationOf(c.reps, c.expected))
 		})
 	}
@@ -148,4 +147,16 @@ func TestUpdateExpectation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pass, s.Expect, "rewritten")
 	require.Equal(t, faults.FormatPlan(plan), faults.FormatPlan(steps), "the plan as it was")
+}
+
+// TestListingStartsNoCluster: with -kubeprop.list, Start starts no
+// cluster, and a case on its Env is an error that says why, not a panic.
+func TestListingStartsNoCluster(t *testing.T) {
+	*listFlag = true
+	defer func() { *listFlag = false }()
+	env, err := Start(EnvOptions{AssetsDir: t.TempDir()}) // no binaries there: none is looked for
+	require.NoError(t, err)
+	_, err = Run(context.Background(), env, Spec{}, nil)
+	require.ErrorContains(t, err, "the hollow cluster is not running: start one with harness.Start (with -kubeprop.list, Start starts none")
+	require.NoError(t, env.Stop())
 }

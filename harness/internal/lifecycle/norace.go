@@ -1,0 +1,5 @@
+//go:build !race
+
+package lifecycle
+
+const raceDetector = false

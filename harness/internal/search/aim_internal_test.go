@@ -1,0 +1,216 @@
+package search
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeprop/kubeprop/faults"
+	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
+)
+
+// TestAimsBeforeTheProbe: the first half of the aimed plans are drawn
+// before the probe ends, aimed at every write and at what the controller
+// may make; the rest, once it ended, at the writes it saw and at what the
+// first half did not take. The same seed draws the same plans whatever
+// Parallel is.
+func TestAimsBeforeTheProbe(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Widget", "web"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors(), faults.CrashAfterWrite(),
+			faults.StaleWatch(), faults.ControllerRestart(), faults.CrashLoop(), faults.NodeLoss()},
+	})
+	writes := []faults.WriteMatch{{Verb: "create", Resource: "pods"}, {Verb: "update", Resource: "widgets/status"}}
+	const checks = 20
+	search := func(parallel int) [][]faults.Step {
+		release := make(chan struct{})
+		s := &searcher{spec: spec, opts: SearchOptions{Checks: checks, Seed: 7, Parallel: parallel}, runs: map[string]int{},
+			probe: func(context.Context, *Env, Spec) (probed, func(), error) {
+				<-release
+				return probed{known: true, writes: writes}, func() {}, nil
+			}}
+		ps := s.plans(context.Background())
+		random := spec.Plans()
+		for i, seed := range seeds(7, checks) {
+			switch {
+			case i%2 == 0:
+				require.Equal(t, faults.FormatPlan(random.Example(seed)), faults.FormatPlan(ps.at(i)), "plan %d: rapid's draw", i)
+			case i < checks/2:
+				require.NotNil(t, ps.at(i), "plan %d: drawn before the probe ends", i)
+			default:
+				require.Nil(t, ps.at(i), "plan %d: drawn once the probe ended", i)
+			}
+		}
+		close(release)
+		<-ps.drawn
+		s.wait()
+		return ps.plans
+	}
+	plans := search(4)
+	atWrites := func(plan []faults.Step) (out []faults.WriteMatch) {
+		for _, st := range plan {
+			if a, ok := st.(faults.AimedAtWrite); ok {
+				out = append(out, a.AimedWrite())
+			}
+		}
+		return out
+	}
+	var before, after []faults.WriteMatch
+	for i := 1; i < checks; i += 2 {
+		if i < checks/2 {
+			before = append(before, atWrites(plans[i])...)
+			continue
+		}
+		after = append(after, atWrites(plans[i])...)
+		require.False(t, slices.ContainsFunc(plans[i], func(s faults.Step) bool { return s.Fault() == "NodeLoss" }),
+			"plan %d: the node loss was taken before: %s", i, faults.FormatPlan(plans[i]))
+	}
+	// APIErrors: a conflict and another error; a crash after any write
+	// (and one of them again: 9 aims for 10 places).
+	require.GreaterOrEqual(t, len(before), 3)
+	for _, w := range before {
+		require.Equal(t, faults.WriteMatch{}, w, "aimed at every write before the probe")
+	}
+	require.NotEmpty(t, after)
+	for _, w := range after {
+		require.Contains(t, writes, w, "aimed at the writes the probe saw")
+	}
+	require.Equal(t, plans, search(1), "the same plans at Parallel 1")
+}
+
+// TestRarestFirst: once the probe ended, the aims at the write the fewest
+// user changes provoked (the setup counted as one) come first, taking
+// turns with the aims that need no write; a write made after nothing the
+// probe made comes last.
+func TestRarestFirst(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Database", "db"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.CrashAfterWrite(),
+			faults.ControllerRestart()},
+	})
+	status := faults.WriteMatch{Verb: "update", Resource: "databases/status"}
+	resize := faults.WriteMatch{Verb: "patch", Resource: "persistentvolumeclaims"}
+	config := faults.WriteMatch{Verb: "create", Resource: "configmaps"}
+	unknown := faults.WriteMatch{Verb: "delete", Resource: "pods"}
+	p := probed{known: true, writes: faults.SortWrites([]faults.WriteMatch{status, resize, config, unknown}),
+		provoked: map[faults.WriteMatch][]string{status: {"Recreate", "ScaleChange"}, resize: {"ScaleChange"}, config: {"Recreate"}},
+		setup:    map[faults.WriteMatch]bool{status: true, config: true}}
+	gens := aimedPlans(spec, p)
+	for _, place := range []uint64{0, 1, 2, 5} {
+		ordered := rarestFirst(gens, p, nil, place)
+		require.Len(t, ordered, len(gens), "every aim once")
+		var writes []faults.WriteMatch
+		for i, g := range ordered {
+			w, ok := writeAimedAt(g.Example(0))
+			if i < 6 {
+				require.Equal(t, i%2 == 0, ok, "place %d, aim %d: the kinds take turns: %s", place, i, aimKey(g))
+			}
+			if ok {
+				writes = append(writes, w)
+			}
+		}
+		require.Equal(t, []faults.WriteMatch{resize, config, status, unknown}, slices.Compact(writes),
+			"place %d: the rarest write first (1 change), then the setup's that a re-create makes again (2), the status (3), the one made after nothing", place)
+	}
+}
+
+// threeReplicas are fixtures of one object of kind (example.com/v1)
+// asking for three replicas.
+func threeReplicas(kind, name string) func(ns string) []client.Object {
+	return func(ns string) []client.Object {
+		o := &unstructured.Unstructured{}
+		o.SetUnstructuredContent(map[string]any{"apiVersion": "example.com/v1", "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"replicas": int64(3)}})
+		return []client.Object{o}
+	}
+}
+
+// TestArmedAimsTakeTurns: before the probe, the armed aims' faults take
+// turns (a search's first wave reaches the first aims of each), each
+// fault's aims in the order it gives them.
+func TestArmedAimsTakeTurns(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Widget", "web"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors(), faults.CrashAfterWrite(),
+			faults.StaleWatch()},
+	})
+	var order, crashedBefore []string
+	for _, g := range aimsFirst(aimedPlans(spec, probed{}), nil, 0) {
+		plan := g.Example(0)
+		armed := slices.IndexFunc(plan, faults.IsArmed)
+		order = append(order, plan[armed].Fault())
+		if plan[armed].Fault() == "CrashAfterWrite" {
+			crashedBefore = append(crashedBefore, plan[armed+1].Fault())
+		}
+	}
+	require.Equal(t, []string{"APIErrors", "CrashAfterWrite", "StaleWatch", "APIErrors", "CrashAfterWrite", "StaleWatch",
+		"StaleWatch"}, order)
+	require.Equal(t, []string{"ScaleChange", "Recreate"}, crashedBefore, "a crash after the first write of each change")
+}
+
+// TestViewsIntoTheBusiestChangeFirst: once the probe ended, of the aims
+// that need no write, the faults not tried yet take the first turns, and
+// a restart's view is into the change that provoked the most distinct
+// writes first.
+func TestViewsIntoTheBusiestChangeFirst(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Database", "db"),
+		Faults: []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.Burst(),
+			faults.ControllerRestart()},
+	})
+	status := faults.WriteMatch{Verb: "update", Resource: "databases/status"}
+	config := faults.WriteMatch{Verb: "create", Resource: "configmaps"}
+	claims := faults.WriteMatch{Verb: "delete", Resource: "persistentvolumeclaims"}
+	p := probed{known: true, writes: faults.SortWrites([]faults.WriteMatch{status, config, claims}),
+		provoked: map[faults.WriteMatch][]string{status: {"Recreate", "ScaleChange"}, config: {"Recreate"}, claims: {"Recreate"}}}
+	gens := aimedPlans(spec, p)
+	for _, place := range []uint64{0, 1, 2, 3, 4, 5} {
+		var restarts []string
+		for _, g := range rarestFirst(gens, p, map[string]int{"Burst": 1}, place) {
+			plan := g.Example(0)
+			if len(restarts) == 0 {
+				require.Equal(t, "ControllerRestart", aimedFault(plan), "place %d: the burst was tried before: %s", place, aimKey(g))
+			}
+			if aimedFault(plan) == "ControllerRestart" {
+				restarts = append(restarts, lookedBackAt(plan))
+			}
+		}
+		require.Equal(t, "Recreate", restarts[0], "place %d: into the change of 3 writes first: %v", place, restarts)
+		require.Contains(t, restarts, "ScaleChange", "place %d", place)
+		first := aimedFault(rarestFirst(gens, p, map[string]int{"ControllerRestart": 1}, place)[0].Example(0))
+		require.NotEqual(t, "ControllerRestart", first, "place %d: the restart was tried before", place)
+	}
+}
+
+// TestJoinedAimsEndWithTheFirstAim: of the two aims a plan joins, the one
+// ranked higher ends the plan, so that no change of the other's comes
+// after it (a refused status write that a later change would retry);
+// but a burst ends the plan whichever aim it is.
+func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
+	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
+		return rapid.Just(plan)
+	}
+	refused := faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000, Verb: "patch", Resource: "widgets/status"}
+	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
+	crash := faults.CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}
+	burst := faults.BurstStep{Steps: []faults.Step{scale, scale}}
+	gens := []*rapid.Generator[[]faults.Step]{
+		steps(refused, scale), steps(crash, scale), steps(burst), steps(scale, crash, scale, scale), steps(refused),
+	}
+	draw := joinedAims(gens, 2, 5, nil) // aim j joins aim j+2
+	plan, aims := draw(4, 1)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale, refused}), faults.FormatPlan(plan), "the higher-ranked aim last")
+	require.Equal(t, []*rapid.Generator[[]faults.Step]{gens[4], gens[1]}, aims)
+	plan, _ = draw(2, 2)
+	require.Equal(t, faults.FormatPlan([]faults.Step{refused, burst}), faults.FormatPlan(plan))
+	plan, _ = draw(0, 3)
+	require.Equal(t, faults.FormatPlan([]faults.Step{refused, scale, burst}), faults.FormatPlan(plan), "the other aim's burst last")
+	plan, aims = draw(1, 4)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale}), faults.FormatPlan(plan), "two aims over maxSteps: the first alone")
+	require.Len(t, aims, 1)
+}

@@ -1,7 +1,0 @@
-//go:build race
-
-package harness
-
-// raceDetector: the binary was built with -race, which makes every case's
-// in-process work several times slower.
-const raceDetector = true
