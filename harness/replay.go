@@ -111,13 +111,15 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 		t.Logf("replayed %s: %s\n    timeline:%s", file, faults.FormatPlan(plan), timeline(reps[0]))
 		return
 	}
-	if *updateFlag && !meets(reps, s.Expect) {
-		was, err := updateExpectation(file, s, reps)
+	if *updateFlag {
+		was, now, updated, err := UpdateScenario(file, reps)
 		if err != nil {
 			t.Fatalf("kubeprop: -kubeprop.update: %v", err)
 		}
-		t.Logf("kubeprop: -kubeprop.update rewrote %s: it expected %s, its replays saw %s", file, describeExpect(was), describeExpect(expectationOf(reps, was)))
-		return
+		if updated {
+			t.Logf("kubeprop: -kubeprop.update rewrote %s: it expected %s, its replays saw %s", file, was, now)
+			return
+		}
 	}
 	switch s.Expect.Outcome {
 	case scenario.Pass:
@@ -181,11 +183,23 @@ func expectationOf(reps Replays, expected scenario.Expect) scenario.Expect {
 	return out
 }
 
-// updateExpectation rewrites the scenario s of file to expect what reps
-// saw, and returns what it expected before.
-func updateExpectation(file string, s scenario.Scenario, reps Replays) (was scenario.Expect, _ error) {
+// UpdateScenario rewrites the expectation of the scenario file to what
+// its replays reps saw, when that is not what it expects: after a
+// deliberate change (a bug fixed, a property renamed), as
+// -kubeprop.update and kubeprop replay -update do, like etcd's -rewrite.
+// The notes written in the file stay. It returns what the file expected
+// and what it expects now; updated is false, and the file untouched, when
+// the replays saw what it expects.
+func UpdateScenario(file string, reps Replays) (was, now scenario.Expect, updated bool, _ error) {
+	s, err := scenario.Read(file)
+	if err != nil {
+		return was, now, false, err
+	}
+	if meets(reps, s.Expect) {
+		return s.Expect, s.Expect, false, nil
+	}
 	was, s.Expect = s.Expect, expectationOf(reps, s.Expect)
-	return was, s.Rewrite(file)
+	return was, s.Expect, true, s.Rewrite(file)
 }
 
 // meets is whether reps see what expected expects, as a replay judges.
@@ -194,16 +208,6 @@ func meets(r Replays, expected scenario.Expect) bool {
 		return r.Failing("") == 0
 	}
 	return r.Failing(expected.Property) >= expected.Needed(len(r))
-}
-
-func describeExpect(e scenario.Expect) string {
-	switch {
-	case e.Outcome == scenario.Pass:
-		return "pass"
-	case e.Rate > 0:
-		return fmt.Sprintf("fail %s at rate %v", e.Property, e.Rate)
-	}
-	return "fail " + e.Property
 }
 
 func inAll(n int) string {

@@ -306,6 +306,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "print each case's timeline to stderr")
 	evidence := fs.Bool("evidence", false, "write the controller's log, the events and the objects of each replay that fails beside its scenario, replacing those saved with it")
 	count := fs.Int("count", 1, "replay each scenario this many times and say how many reproduced its failure")
+	update := fs.Bool("update", false, "a scenario whose replays do not see what it expects gets its expectation rewritten to what they saw (after a deliberate change: a bug fixed), its notes kept, and counts as passed")
 	parallel := fs.Int("parallel", 0, fmt.Sprintf("replays run at once, 1 to %d (0: the default, %d)", harness.MaxParallel, harness.DefaultParallel()))
 	if code, ok := parse(fs, args, -1, stderr); !ok {
 		return code
@@ -321,7 +322,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) int {
 		return badInput(stderr, err)
 	}
 	started := time.Now()
-	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose, evidence: *evidence, count: *count, parallel: *parallel}
+	r := &replayer{stdout: stdout, stderr: stderr, specPath: *specPath, verbose: *verbose, evidence: *evidence, count: *count, parallel: *parallel, update: *update}
 	defer r.stop()
 	code, failing := exitPass, 0
 	for _, path := range fs.Args() {
@@ -356,6 +357,7 @@ type replayer struct {
 	specPath       string
 	verbose        bool
 	evidence       bool // save a failing replay's log, events and objects
+	update         bool // rewrite an expectation the replays do not meet
 	count          int  // replays of each scenario
 	parallel       int  // replays at once (0: the default)
 
@@ -415,6 +417,17 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 			fmt.Fprintf(r.stderr, "    %s\n", strings.Join(rep.Timeline, "\n    "))
 		}
 	}
+	if r.update {
+		was, now, updated, err := harness.UpdateScenario(path, reps)
+		if err != nil {
+			return exitBadInput, replayed{}, err
+		}
+		if updated {
+			text := fmt.Sprintf("UPDATED %s: it expected %s, its replays saw %s\n", path, was, now)
+			fmt.Fprint(r.stdout, text)
+			return exitPass, replayed{text: text}, nil
+		}
+	}
 	// The first failing replay speaks for all; the count says how often.
 	rep, failed, reproduced := reps[0], reps.Failing(""), 0
 	if i := slices.IndexFunc(reps, (*harness.Report).Failed); i >= 0 {
@@ -428,7 +441,7 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 	if !rep.Failed() {
 		fmt.Fprintf(&out, "PASS every property held%s\n", inEvery(len(reps)))
 		if s.Expect.Outcome == scenario.Fail {
-			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass\n", s.Expect.Property)
+			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass, or replay with -update\n", s.Expect.Property)
 		}
 	} else {
 		code = exitFailed

@@ -249,6 +249,23 @@ func TestRunAndReplay(t *testing.T) {
 	code, _, stderr = kubeprop(t, "replay", "-count", "0", readme)
 	require.Equal(t, exitBadInput, code)
 	require.Contains(t, stderr, "-count is 0: give how many times to replay each scenario, 1 or more")
+
+	// -update after a deliberate change (here: the bug's plan on the
+	// correct controller): the scenario now expects what its replay saw,
+	// the notes in it kept.
+	fixed := filepath.Join(t.TempDir(), "bounded-backoff-2.yaml")
+	text, err = os.ReadFile(readme)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fixed, append([]byte("# a note of the team's\n"), text...), 0o644))
+	code, stdout, _ = kubeprop(t, "replay", "-update", "-spec", "../../testdata/podset/spec.yaml", fixed)
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stdout, "UPDATED "+fixed+": it expected fail bounded-backoff, its replays saw pass\n")
+	saved, err = scenario.Read(fixed)
+	require.NoError(t, err)
+	require.Equal(t, scenario.Pass, saved.Expect.Outcome)
+	text, err = os.ReadFile(fixed)
+	require.NoError(t, err)
+	require.Contains(t, string(text), "# a note of the team's\n")
 }
 
 func readJUnit(t *testing.T, path string) junitSuites {

@@ -55,6 +55,18 @@ func (e Expect) Share() float64 {
 	return e.Rate
 }
 
+// String is the expectation in a few words: "pass", "fail converges",
+// "fail converges at rate 0.33".
+func (e Expect) String() string {
+	switch {
+	case e.Outcome == Pass:
+		return "pass"
+	case e.Rate > 0:
+		return fmt.Sprintf("fail %s at rate %v", e.Property, e.Rate)
+	}
+	return "fail " + e.Property
+}
+
 // Needed is how many of n replays must reproduce the failure expected.
 func (e Expect) Needed(n int) int { return int(math.Ceil(e.Share()*float64(n) - 1e-9)) }
 
