@@ -114,3 +114,7 @@ func (r *Report) Failed() bool { return len(r.Failures) > 0 }
 func (r *Report) FailedOn(property string) bool {
 	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return property == "" || f.Property == property })
 }
+
+// Watched are the resources the case's controller watched, as StaleWatch
+// names them.
+func Watched(r *Report) []string { return r.watched }

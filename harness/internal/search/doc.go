@@ -24,8 +24,10 @@
 // already failed, together (one run), then tries each step alone, then
 // dropping each step (and each ScaleChange merged into a later one of its
 // field, which keeps the change it made: see faults.MergedScaleChanges),
-// then each step's simpler forms (faults.Simpler) and each burst split
-// into settled steps (faults.SplitBursts), Parallel candidates at a time,
+// then each step's simpler forms (faults.Simpler), each fault at every
+// write or watch at one the failing case's controller tried
+// (faults.Narrowed) and each burst split into settled steps
+// (faults.SplitBursts), Parallel candidates at a time,
 // taking the first in that order that fails, until none does (twice: a
 // timing-dependent bug fails in some runs of its plan only) or ShrinkTime
 // has passed since the failure was found. A candidate that failed so

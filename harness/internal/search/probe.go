@@ -57,9 +57,7 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 	steps := tr.UserChanges()
 	p := probed{provoked: map[faults.WriteMatch][]string{}, setup: map[faults.WriteMatch]bool{}}
 	for _, r := range tr.Requests {
-		if r.User != tr.Controller || tr.Controller == "" || r.Namespace != namespace || r.Code >= 300 ||
-			!slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) ||
-			r.Resource == "leases" || r.Resource == "events" {
+		if !isControllerWrite(tr, r, namespace) || r.Code >= 300 {
 			continue
 		}
 		w := faults.WriteMatch{Verb: r.Verb, Resource: r.ResourcePath()}
@@ -89,4 +87,24 @@ func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch,
 	p, tornDown, err := probeWrites(ctx, env, spec)
 	tornDown()
 	return p.writes, p.provoked, p.watched, err
+}
+
+// isControllerWrite: r is a write of the controller's in namespace, not
+// of its leases or Events.
+func isControllerWrite(tr *properties.Trace, r properties.Request, namespace string) bool {
+	return r.User == tr.Controller && tr.Controller != "" && r.Namespace == namespace &&
+		slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) &&
+		r.Resource != "leases" && r.Resource != "events"
+}
+
+// triedWrites are the distinct writes the controller tried in namespace,
+// refused ones too (a fault's errors are those the shrinker narrows to).
+func triedWrites(tr *properties.Trace, namespace string) []faults.WriteMatch {
+	var writes []faults.WriteMatch
+	for _, r := range tr.Requests {
+		if isControllerWrite(tr, r, namespace) {
+			writes = append(writes, faults.WriteMatch{Verb: r.Verb, Resource: r.ResourcePath()})
+		}
+	}
+	return faults.SortWrites(writes)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // TestSearchDrawsRapidsPlans: plan i of a search with seed S (an unaimed
@@ -486,6 +487,36 @@ func TestShrinkMergesScaleChanges(t *testing.T) {
 	got, _ := s.shrink(first, time.Now().Add(time.Minute))
 	s.wait()
 	require.Equal(t, []faults.Step{crash, scaleTo(4)}, got.Plan, "runs: %v", cases.order)
+}
+
+// TestShrinkNarrowsFaults: errors answered to every write, when only
+// those to one write matter (here the status update, the second of the
+// two the controller tried, one of them refused), are shrunk to that
+// write; the errors at the other one pass.
+func TestShrinkNarrowsFaults(t *testing.T) {
+	everyWrite := faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000}
+	atStatus := faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000, Verb: "update", Resource: "podsets/status"}
+	s := &searcher{opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report {
+		rep := &Report{Plan: plan, Namespace: "kp-1", Trace: &properties.Trace{Controller: lifecycle.UserController, Requests: []properties.Request{
+			{User: lifecycle.UserController, Namespace: "kp-1", Verb: "create", Resource: "pods", Code: 201},
+			{User: lifecycle.UserController, Namespace: "kp-1", Verb: "update", Resource: "podsets", Subresource: "status", Code: 409},
+			{User: lifecycle.UserController, Namespace: "kp-1", Verb: "update", Resource: "leases", Code: 200},
+			{User: "kubeprop:user", Namespace: "kp-1", Verb: "patch", Resource: "podsets", Code: 200},
+		}}}
+		if (slices.Contains(plan, faults.Step(everyWrite)) || slices.Contains(plan, faults.Step(atStatus))) && slices.Contains(plan, scaleTo(2)) {
+			rep.Failures = []Failure{{Property: "converges"}}
+		}
+		return rep
+	})
+	first, err := runPlan(s, []faults.Step{everyWrite, scaleTo(2)})
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	got, _ := s.shrink(first, time.Now().Add(time.Minute))
+	s.wait()
+	require.Equal(t, []faults.Step{atStatus, scaleTo(2)}, got.Plan, "runs: %v", cases.order)
+	require.Contains(t, cases.order, faults.FormatPlan([]faults.Step{faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000, Verb: "create", Resource: "pods"}, scaleTo(2)}),
+		"tried at the other write too")
 }
 
 // TestShrinkTakesKnownFailures: a candidate that failed in the search

@@ -365,6 +365,19 @@ func (s *searcher) shrinkPasses(rep *Report) [][][]faults.Step {
 			simpler = append(simpler, plan)
 		}
 	}
+	// A fault at every write or watch at one of those the failing case's
+	// controller tried: the errors, the crash or the stale view where
+	// they matter.
+	if rep.Trace != nil {
+		writes, watched := triedWrites(rep.Trace, rep.Namespace), lifecycle.Watched(rep)
+		for i := range rep.Plan {
+			for _, st := range faults.Narrowed(rep.Plan[i], writes, watched) {
+				plan := slices.Clone(rep.Plan)
+				plan[i] = st
+				simpler = append(simpler, plan)
+			}
+		}
+	}
 	// A burst's changes as steps of their own, each settled: the failure
 	// needs no race with the controller.
 	simpler = append(simpler, faults.SplitBursts(rep.Plan)...)
