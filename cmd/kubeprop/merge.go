@@ -62,8 +62,8 @@ type merger struct {
 	suite junitSuite
 	sum   runSummary
 	took  time.Duration // the longest run's
-	// seeds and shards are those of the runs merged; names the test
-	// cases' names taken, files the scenario files written.
+	// runs counts the runs merged, seeds and shards are theirs; names
+	// are the test cases' names taken, files the scenario files written.
 	runs   int
 	seeds  []uint64
 	shards []harness.Shard
