@@ -75,7 +75,8 @@ type boundedBackoff struct{ opts BackoffOptions }
 // news are the times, sorted, of the writes by other API users to the
 // resources the controller writes itself: the objects it manages, which
 // its informers watch (the audit log has no reads to tell what else it
-// watches), and the deliveries of watch events the harness held back.
+// watches), the deliveries of watch events the harness held back, and
+// the controller's restarts.
 // Events and leases are not among them: the controller posts Events and
 // renews its leader lease, but no informer of it acts on other
 // components' Events or leases.
@@ -95,7 +96,10 @@ func newsOf(tr *Trace) news {
 		}
 	}
 	for _, e := range tr.Events {
-		if e.Kind == DeliveryEvent {
+		// A fresh instance of the controller (ControllerRestart) starts
+		// with a fresh work queue, and its informers' first list is news
+		// of every object: it rightly tries again at once.
+		if e.Kind == DeliveryEvent || e.Kind == FaultEvent && strings.HasPrefix(e.Name, "ControllerRestart") {
 			out = append(out, e.At)
 		}
 	}
