@@ -29,26 +29,29 @@ var (
 
 // Narrowed: the errors answered to one of writes only.
 func (s APIErrorsStep) Narrowed(writes []WriteMatch, _ []string) []Step {
-	if s.AimedWrite() != (WriteMatch{}) {
-		return nil
-	}
-	var out []Step
-	for _, w := range SortWrites(writes) {
+	return atEach(s.AimedWrite(), writes, func(w WriteMatch) Step {
 		s.Verb, s.Resource = w.Verb, w.Resource
-		out = append(out, s)
-	}
-	return out
+		return s
+	})
 }
 
 // Narrowed: the crash after the counted writes of one of writes only.
 func (s CrashAfterWriteStep) Narrowed(writes []WriteMatch, _ []string) []Step {
-	if s.AimedWrite() != (WriteMatch{}) {
+	return atEach(s.AimedWrite(), writes, func(w WriteMatch) Step {
+		s.Verb, s.Resource = w.Verb, w.Resource
+		return s
+	})
+}
+
+// atEach is a step aimed at (every write when zero) made at each of
+// writes, once each, sorted; none when it is aimed at one already.
+func atEach(aimed WriteMatch, writes []WriteMatch, at func(WriteMatch) Step) []Step {
+	if aimed != (WriteMatch{}) {
 		return nil
 	}
 	var out []Step
 	for _, w := range SortWrites(writes) {
-		s.Verb, s.Resource = w.Verb, w.Resource
-		out = append(out, s)
+		out = append(out, at(w))
 	}
 	return out
 }
