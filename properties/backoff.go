@@ -96,10 +96,8 @@ func newsOf(tr *Trace) news {
 		}
 	}
 	for _, e := range tr.Events {
-		// A fresh instance of the controller (ControllerRestart) starts
-		// with a fresh work queue, and its informers' first list is news
-		// of every object: it rightly tries again at once.
-		if e.Kind == DeliveryEvent || e.Kind == FaultEvent && strings.HasPrefix(e.Name, "ControllerRestart") {
+		// A fresh instance of the controller rightly tries again at once.
+		if e.Kind == DeliveryEvent || e.Kind == StartEvent {
 			out = append(out, e.At)
 		}
 	}

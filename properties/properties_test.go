@@ -333,10 +333,10 @@ func TestBoundedBackoffNews(t *testing.T) {
 	// A restart of the controller between the two: a fresh instance, whose
 	// work queue starts its back-off anew.
 	restarted := &Trace{Start: t0, Controller: "c", Requests: slices.DeleteFunc(slices.Clone(reqs), func(r Request) bool { return r.User == "kubelet" }),
-		Events: []Event{{At: at(399 * time.Millisecond), Kind: FaultEvent, Name: "ControllerRestart{Into: 0}"}}, End: at(s), Final: true}
+		Events: []Event{{At: at(399 * time.Millisecond), Kind: StartEvent, Name: "the controller started anew"}}, End: at(s), Final: true}
 	v = BoundedBackoff(BackoffOptions{}).Check(restarted)
 	require.NoError(t, v.Err, v.Detail)
-	restarted.Events[0].Name = "NodeLoss{Node: 1}"
+	restarted.Events[0] = Event{At: at(399 * time.Millisecond), Kind: FaultEvent, Name: "NodeLoss{Node: 1}"}
 	require.EqualError(t, BoundedBackoff(BackoffOptions{}).Check(restarted).Err, "bounded-backoff: create pods retried without backing off", "another fault is no news")
 
 	// The same attempts with the kubelet's writes refused, or made to a

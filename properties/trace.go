@@ -234,6 +234,10 @@ const (
 	// stale view) reached the controller: news to it, though the writes
 	// they tell of are older.
 	DeliveryEvent EventKind = "delivery"
+	// StartEvent: the controller started anew (ControllerRestart, or
+	// after a crash): a fresh work queue, and its informers' first list
+	// news of every object to it.
+	StartEvent EventKind = "start"
 )
 
 // Event is one fault step or user change, as applied.

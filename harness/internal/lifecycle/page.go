@@ -183,7 +183,7 @@ func (r *Report) timedRows(tr *properties.Trace) []timedRow {
 	if !tr.Healed.IsZero() {
 		healedOrEnd = tr.Healed
 	}
-	var deliveries []timedTick
+	var deliveries, starts []timedTick
 	for _, e := range tr.Events {
 		switch e.Kind {
 		case properties.FaultEvent:
@@ -194,7 +194,12 @@ func (r *Report) timedRows(tr *properties.Trace) []timedRow {
 				title: at(o, e.At) + ": " + e.Name}}})
 		case properties.DeliveryEvent:
 			deliveries = append(deliveries, timedTick{at: e.At, class: "delivery", stroke: "#00838f", width: 1, title: at(o, e.At) + ": " + e.Name})
+		case properties.StartEvent:
+			starts = append(starts, timedTick{at: e.At, class: "start", stroke: "#37474f", width: 2, title: at(o, e.At) + ": " + e.Name})
 		}
+	}
+	if len(starts) > 0 {
+		rows = append(rows, timedRow{class: "starts", label: "the controller started anew", ticks: starts})
 	}
 	if len(deliveries) > 0 {
 		rows = append(rows, timedRow{class: "deliveries", label: "watch events held back, delivered", ticks: deliveries})

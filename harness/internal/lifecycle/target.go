@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/kubelet"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // The caseRun is the faults' Target.
@@ -179,6 +180,8 @@ func (c *caseRun) RestartController(ctx context.Context, stale time.Duration) er
 	if err := c.stopController(); err != nil {
 		return fmt.Errorf("stopping the controller for a restart: %w", err)
 	}
+	// Before its start: the new instance's first requests come after it.
+	c.recorder.Event(properties.Event{At: time.Now(), Kind: properties.StartEvent, Name: "the controller started anew"})
 	if stale > 0 {
 		// The view of stale ago: the last resource version the case's
 		// watches had seen then. This start's only, whether it starts or

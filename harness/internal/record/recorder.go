@@ -287,7 +287,8 @@ func (r *Recorder) ResourceVersionAt(t time.Time) uint64 {
 	return rv
 }
 
-// Event records a step applied, or a user change.
+// Event records a step applied, a user change, a delivery held back, or
+// a fresh start of the controller.
 func (r *Recorder) Event(e properties.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
