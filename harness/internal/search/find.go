@@ -59,9 +59,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	failedAt := time.Now()
-	s.mu.Lock()
-	s.shrinking = first.Failures[0].Property
-	s.mu.Unlock()
+	s.beginShrink(first.Failures[0].Property)
 	last, lastAt := s.shrink(first, failedAt.Add(opts.ShrinkTime))
 	shrunk := time.Now()
 	if lastAt.IsZero() {

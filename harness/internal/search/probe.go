@@ -25,21 +25,15 @@ type probed struct {
 // changes (but bursts), with no fault, each until 2 s quiet (at most
 // 30 s), and returns the controller's distinct writes in the case's
 // namespace (not its leases and Events: see inject's aimed), each with
-// the user changes it followed, and the resources it watched. The user changes are each fault's first example, so that
-// every probe makes the same ones. It returns as soon as the probe is
+// the user changes it followed, and the resources it watched. The user
+// changes are faults.ProbeChanges: every probe makes the same ones, and
+// the plans aimed at a write make the one that provoked it. It returns as soon as the probe is
 // judged, before its teardown (a stateful operator's takes seconds:
 // claims and volumes); tornDown returns once that has ended.
 func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown func(), _ error) {
 	spec = lifecycle.WithDefaults(spec)
 	objects := lifecycle.FixtureObjects(spec)
-	c := faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects}
-	var plan []faults.Step
-	for _, f := range spec.Faults {
-		st := f.Steps(c).Example(1)
-		if _, burst := st.(faults.BurstStep); faults.IsUserChange(st) && !burst {
-			plan = append(plan, st)
-		}
-	}
+	plan := faults.ProbeChanges(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects})
 	rep, watched, tornDown, err := lifecycle.Probe(ctx, env, spec, plan)
 	if err != nil {
 		return probed{}, tornDown, err

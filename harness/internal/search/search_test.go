@@ -155,6 +155,71 @@ func TestShrinkConfirmsBesideTheNextPass(t *testing.T) {
 	require.Zero(t, s.shrinkStats.Unconfirmed)
 }
 
+// TestShrinkCandidatesRunWithoutTheReference: the shrink of a failure of
+// a property before matches-reference in the Spec's order runs its
+// candidates without it (and so without their reference runs); the plan
+// shrunk is replayed with the whole spec, and the report answered is a
+// replay's. A failure of matches-reference itself, or of a property after
+// it, keeps it in every candidate.
+func TestShrinkCandidatesRunWithoutTheReference(t *testing.T) {
+	reference := properties.MatchesReference(properties.ReferenceOptions{})
+	converges := properties.Func("converges", func(*properties.Trace) error { return nil })
+	for _, c := range []struct {
+		name       string
+		properties []properties.Property
+		shrunk     string
+		// trimmed: the candidates run without the reference.
+		trimmed bool
+	}{
+		{"a property before it", []properties.Property{converges, reference}, "converges", true},
+		{"matches-reference itself", []properties.Property{converges, reference}, properties.MatchesReferenceName, false},
+		{"a property after it", []properties.Property{reference, converges}, "converges", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &searcher{spec: Spec{Properties: c.properties}, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+			cases := standIn(s, func(plan []faults.Step, _ int) *Report {
+				rep := &Report{Plan: plan}
+				if slices.Contains(plan, scaleTo(0)) {
+					rep.Failures = []Failure{{Property: c.shrunk}}
+				}
+				return rep
+			})
+			judge := s.runCase
+			var mu sync.Mutex
+			var whole, trimmed int // the runs of each spec, after the search's
+			s.runCase = func(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (*Report, error) {
+				rep, err := judge(ctx, env, spec, plan, judged)
+				rep.Namespace = "trimmed"
+				if len(spec.Properties) == len(c.properties) {
+					rep.Namespace = "whole"
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if rep.Namespace == "whole" {
+					whole++
+				} else {
+					trimmed++
+				}
+				return rep, err
+			}
+			first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
+			require.NoError(t, err)
+			whole = 0
+			s.beginShrink(c.shrunk)
+			got, _ := s.shrink(first, time.Now().Add(time.Minute))
+			s.wait()
+			require.Equal(t, scalePlan(0), got.Plan, "runs: %v", cases.order)
+			require.Equal(t, "whole", got.Namespace, "the report answered is a replay's")
+			if c.trimmed {
+				require.Equal(t, ReproduceReplays, whole, "only the replays run the whole spec: %v", cases.order)
+				require.Positive(t, trimmed)
+			} else {
+				require.Zero(t, trimmed, "runs: %v", cases.order)
+			}
+		})
+	}
+}
+
 // shrinkSearch is shrink without its replays (asOften): the last plan
 // kept, and when.
 func shrinkSearch(s *searcher, rep *Report, deadline time.Time) (*Report, time.Time) {

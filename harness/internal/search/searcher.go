@@ -53,9 +53,11 @@ type searcher struct {
 	// by mu).
 	lateErr error
 	// shrinking is the property being shrunk, once the shrink began;
-	// shrinkStats count its cases (both guarded by mu).
+	// shrinkStats count its cases; candidates, when set, is the spec its
+	// candidates run (see candidateSpec) (all guarded by mu).
 	shrinking   string
 	shrinkStats ShrinkStats
+	candidates  *Spec
 
 	// slots hold Parallel tokens, one per case running, across the calls
 	// of firstFailing; cases counts them until their teardown ended.
@@ -76,6 +78,17 @@ type searcher struct {
 // Find (see takeLateErr).
 func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
 	s.mu.Lock()
+	spec := s.spec
+	if s.candidates != nil {
+		spec = *s.candidates
+	}
+	s.mu.Unlock()
+	s.runSpec(ctx, spec, plan, found)
+}
+
+// runSpec is run with spec, which replays of a shrunk plan give whole.
+func (s *searcher) runSpec(ctx context.Context, spec Spec, plan []faults.Step, found func(*Report, error)) {
+	s.mu.Lock()
 	shrinking := s.shrinking // a candidate of the shrink, not a plan drawn
 	s.mu.Unlock()
 	told, cutShort := false, false
@@ -92,7 +105,7 @@ func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Repo
 			s.mu.Unlock()
 		}
 	}
-	rep, err := s.runCase(ctx, s.env, s.spec, plan, func(rep *Report) {
+	rep, err := s.runCase(ctx, s.env, spec, plan, func(rep *Report) {
 		switch {
 		case s.foreignWrites(rep, plan) != nil: // told once run returns
 		case rep.Failed():

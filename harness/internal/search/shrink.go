@@ -1,16 +1,17 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // ShrinkStats is harness.ShrinkStats: see its documentation there.
@@ -95,6 +96,16 @@ func (st *ShrinkStats) count(rep *Report, failed, cutShort bool) {
 		st.References++
 		st.ReferenceTime += rep.Times.Reference
 	}
+}
+
+// beginShrink makes the searcher's cases from now on those of a shrink of
+// a failure of property: counted in shrinkStats, candidates run with
+// candidateSpec.
+func (s *searcher) beginShrink(property string) {
+	candidates := candidateSpec(s.spec, property)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shrinking, s.candidates = property, &candidates
 }
 
 // shrink returns the smallest plan it finds that fails as rep does, and
@@ -248,56 +259,86 @@ const fewerToWalkBack = 2
 // when the shrunk one fell short in a replay (else none can reproduce more
 // often); then the plans between, the last first, while they fall short
 // of it (a plan that reproduced in no replay falls short of one that did
-// in any); the plan drawn is the answer when every one does.
+// in any); the plan drawn is the answer when every one does. The report
+// of a smaller plan answered is one of its replays', the whole spec's.
 func (s *searcher) asOften(kept []*keptPlan, property string) (*Report, time.Time) {
 	last := len(kept) - 1
 	if last == 0 {
 		return kept[0].rep, time.Time{}
 	}
-	shrunk := s.reproductions(kept[last].rep.Plan, property)
+	shrunk, replayed := s.reproductions(kept[last].rep.Plan, property)
 	s.mu.Lock()
 	s.shrinkStats.Replays, s.shrinkStats.Reproduced, s.shrinkStats.DrawnReproduced = ReproduceReplays, shrunk, -1
 	s.mu.Unlock()
-	if shrunk == ReproduceReplays {
-		return kept[last].rep, kept[last].at
-	}
-	drawn := s.reproductions(kept[0].rep.Plan, property)
-	s.mu.Lock()
-	s.shrinkStats.DrawnReproduced = drawn
-	s.mu.Unlock()
-	for last > 0 && (shrunk <= drawn-fewerToWalkBack || shrunk == 0 && drawn > 0) {
-		last--
-		shrunk = drawn
-		if last > 0 {
-			shrunk = s.reproductions(kept[last].rep.Plan, property)
-		}
+	if shrunk < ReproduceReplays {
+		drawn, drawnReplayed := s.reproductions(kept[0].rep.Plan, property)
 		s.mu.Lock()
-		s.shrinkStats.WalkedBack++
-		s.shrinkStats.Reproduced = shrunk
+		s.shrinkStats.DrawnReproduced = drawn
 		s.mu.Unlock()
+		for last > 0 && (shrunk <= drawn-fewerToWalkBack || shrunk == 0 && drawn > 0) {
+			last--
+			shrunk, replayed = drawn, drawnReplayed
+			if last > 0 {
+				shrunk, replayed = s.reproductions(kept[last].rep.Plan, property)
+			}
+			s.mu.Lock()
+			s.shrinkStats.WalkedBack++
+			s.shrinkStats.Reproduced = shrunk
+			s.mu.Unlock()
+		}
+	}
+	if last > 0 && replayed != nil {
+		// A replay's report is the whole spec's (a candidate's may lack
+		// the reference run: see candidateSpec).
+		return replayed, kept[last].at
 	}
 	return kept[last].rep, kept[last].at
 }
 
-// reproductions replays plan ReproduceReplays times, all at once (slots of
-// Parallel allowing), and counts the replays that failed property. A
-// replay the harness failed does not count.
-func (s *searcher) reproductions(plan []faults.Step, property string) int {
-	var failed atomic.Int32
+// reproductions replays plan ReproduceReplays times with the whole spec,
+// all at once (slots of Parallel allowing), and counts the replays that
+// failed property; rep is the first of them judged. A replay the harness
+// failed does not count.
+func (s *searcher) reproductions(plan []faults.Step, property string) (failed int, rep *Report) {
+	var mu sync.Mutex
 	var g sync.WaitGroup
 	for range ReproduceReplays {
 		g.Add(1)
 		s.startCase(func() {
-			s.run(context.Background(), plan, func(rep *Report, err error) {
-				if failedAs(rep, err, property) {
-					failed.Add(1)
+			s.runSpec(context.Background(), s.spec, plan, func(r *Report, err error) {
+				if failedAs(r, err, property) {
+					mu.Lock()
+					failed++
+					rep = cmp.Or(rep, r)
+					mu.Unlock()
 				}
 				g.Done()
 			})
 		})
 	}
 	g.Wait()
-	return int(failed.Load())
+	return failed, rep
+}
+
+// candidateSpec is the spec the shrink's candidates of a failure of
+// property run: spec without its property judged against a reference run
+// when property comes before it in the Spec's order. A case's outcome is
+// its first failure in that order (see lifecycle's check), which the later
+// property's verdict cannot change, while its reference runs took a third
+// of the candidates' time (docs/measurements.md). The plan shrunk is
+// replayed with the whole spec (reproductions), and its report is one of
+// those replays'.
+func candidateSpec(spec Spec, property string) Spec {
+	shrunk := slices.IndexFunc(spec.Properties, func(p properties.Property) bool { return p.Name() == property })
+	referenced := slices.IndexFunc(spec.Properties, func(p properties.Property) bool {
+		_, ok := p.(properties.Referenced)
+		return ok
+	})
+	if shrunk < 0 || referenced <= shrunk {
+		return spec
+	}
+	spec.Properties = slices.Delete(slices.Clone(spec.Properties), referenced, referenced+1)
+	return spec
 }
 
 // confirming starts rep's plan's confirming run, in the first slot of
