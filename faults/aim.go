@@ -40,8 +40,9 @@ type ActsOnNext interface {
 // AimedPlans are a plan generator per aim of the faults in fs that are
 // Aimers: the aimed step, then one of the user changes of fs (drawn as
 // they draw them, at the edges of their values one time in two; for a
-// step aimed at a write, one of those that provoke it, Config.Provoked,
-// when known), and, but for a step aimed at a write, one time in two a
+// step aimed at a write, one of those that provoked it in the probe,
+// Config.Provoked, when known, as the probe made it: see ProbeChanges),
+// and, but for a step aimed at a write, one time in two a
 // user change before it too (a stale view or a restart that lands in what
 // a change left: a re-created object's old children still going). A step
 // that is not Armed acts by itself, and a change after it may undo what
@@ -56,12 +57,17 @@ type ActsOnNext interface {
 // of fs aims anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 	var changes []*rapid.Generator[Step]
-	byName := map[string]*rapid.Generator[Step]{}
 	for _, f := range fs {
 		if g := f.Steps(c); IsUserChange(g.Example(0)) {
 			changes = append(changes, g)
-			byName[f.Name()] = g
 		}
+	}
+	// The probe's changes, each as it made it: the write it provoked
+	// there is the one such a change makes (a fresh draw may not: a
+	// storage size no larger than the fixture's grows no claim).
+	probeChanges := map[string]*rapid.Generator[Step]{}
+	for _, st := range ProbeChanges(fs, c) {
+		probeChanges[st.Fault()] = rapid.Just(st)
 	}
 	var out []*rapid.Generator[[]Step]
 	for _, f := range fs {
@@ -91,7 +97,7 @@ func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 				// second aim in the same plan.
 				before = nil
 			}
-			after := provoking(aim, c, byName, changes)
+			after := provoking(aim, c, probeChanges, changes)
 			if IsUserChange(example) {
 				after = nil
 			}
@@ -125,22 +131,39 @@ type AimedAtWrite interface {
 	AimedWrite() WriteMatch
 }
 
-// provoking are the user changes that make the controller make the write
-// an aim's steps are aimed at (Config.Provoked), or all of changes when
-// none is known.
-func provoking(aim *rapid.Generator[Step], c Config, byName map[string]*rapid.Generator[Step], changes []*rapid.Generator[Step]) []*rapid.Generator[Step] {
+// provoking are the user changes that made the controller make the write
+// an aim's steps are aimed at in the probe (Config.Provoked), as the probe
+// made them (probeChanges, by fault name), or all of changes when none is
+// known.
+func provoking(aim *rapid.Generator[Step], c Config, probeChanges map[string]*rapid.Generator[Step], changes []*rapid.Generator[Step]) []*rapid.Generator[Step] {
 	a, ok := aim.Example(0).(AimedAtWrite)
 	if !ok {
 		return changes
 	}
 	var out []*rapid.Generator[Step]
 	for _, name := range c.Provoked[a.AimedWrite()] {
-		if g := byName[name]; g != nil {
+		if g := probeChanges[name]; g != nil {
 			out = append(out, g)
 		}
 	}
 	if len(out) == 0 {
 		return changes
+	}
+	return out
+}
+
+// ProbeChanges are the user changes a search's probe makes, in order: of
+// each fault of fs that draws user changes (but bursts), its first
+// example, so that every probe makes the same ones. Only the shape of the
+// case counts (c's nodes, fixtures and objects), not what a probe saw.
+func ProbeChanges(fs []Fault, c Config) []Step {
+	c = Config{Nodes: c.Nodes, Fixtures: c.Fixtures, Objects: c.Objects}
+	var out []Step
+	for _, f := range fs {
+		st := f.Steps(c).Example(1)
+		if _, burst := st.(BurstStep); IsUserChange(st) && !burst {
+			out = append(out, st)
+		}
 	}
 	return out
 }

@@ -133,6 +133,29 @@ func TestAimedPlans(t *testing.T) {
 	require.Equal(t, map[string]bool{"Recreate": true}, after["podsets/status"])
 	require.Greater(t, len(after["pods"]), 1, "no change known: any")
 
+	// The change after a step aimed at a write is the one that provoked
+	// it in the probe, as the probe made it, whatever the seed: a fresh
+	// draw may provoke no such write (a scale to the fixture's size).
+	cfg.Provoked = map[WriteMatch][]string{{Verb: "update", Resource: "podsets/status"}: {"ScaleChange"}}
+	var probed Step
+	for _, st := range ProbeChanges(fs, cfg) {
+		if st.Fault() == "ScaleChange" {
+			probed = st
+		}
+	}
+	require.NotNil(t, probed)
+	made := map[string]bool{}
+	for _, gen := range AimedPlans(fs, cfg, 5) {
+		for seed := range 30 {
+			plan := gen.Example(seed)
+			if a, ok := plan[0].(AimedAtWrite); ok && a.AimedWrite().Resource == "podsets/status" {
+				require.Len(t, plan, 2, FormatPlan(plan))
+				made[Format(plan[1])] = true
+			}
+		}
+	}
+	require.Equal(t, map[string]bool{Format(probed): true}, made)
+
 	require.Len(t, AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, WritesKnown: true}, 5), 8, "it writes nothing: the stale views, the restarts, the fight, the burst")
 	require.Empty(t, AimedPlans([]Fault{ContainerKill(ContainerKillOptions{}), ScaleChange(ScaleOptions{})}, cfg, 5))
 	require.Empty(t, AimedPlans([]Fault{NodeLoss(), ChildDelete(), ScaleChange(ScaleOptions{})}, Config{Nodes: 3, Fixtures: 1,

@@ -322,12 +322,13 @@ func (s *searcher) reproductions(plan []faults.Step, property string) (failed in
 
 // candidateSpec is the spec the shrink's candidates of a failure of
 // property run: spec without its property judged against a reference run
-// when property comes before it in the Spec's order. A case's outcome is
-// its first failure in that order (see lifecycle's check), which the later
-// property's verdict cannot change, while its reference runs took a third
-// of the candidates' time (docs/measurements.md). The plan shrunk is
-// replayed with the whole spec (reproductions), and its report is one of
-// those replays'.
+// when property comes before it in the Spec's order. After the heal a
+// case's outcome is its first failure in that order (see lifecycle's
+// check): the later property changes it only by failing during the steps
+// (claims deleted), while its reference runs take seconds each (a
+// stateful operator's, up to a minute). The plan shrunk is replayed with
+// the whole spec (reproductions), which sees such a failure, and its
+// report is one of those replays'.
 func candidateSpec(spec Spec, property string) Spec {
 	shrunk := slices.IndexFunc(spec.Properties, func(p properties.Property) bool { return p.Name() == property })
 	referenced := slices.IndexFunc(spec.Properties, func(p properties.Property) bool {
