@@ -236,7 +236,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 // SearchPlans are the plans a search with opts draws (Find, Check), in
 // order, without running them: opts.Checks of them from opts.Seed, half
 // drawn at random and half aimed at the controller, which takes the
-// search's probe (a case run in env, with no fault) once. ctx ends the
+// search's probe (a case per user change run in env, with no fault) once. ctx ends the
 // probe; without one, every plan is drawn at random or aimed at
 // everything. For a run of many cases that keeps going after a failure
 // (the soak) that draws as the search does.

@@ -15,13 +15,14 @@ import (
 // the odd ones, each put one aimed step (a crash after one of the
 // controller's writes, errors answered to one of them, a stale view, a
 // fight over a field) right before a user change, and a second aim when
-// it fits. The controller's writes come from a probe: the spec's fixtures
-// and one of each of its user changes, with no fault, run in a slot of
-// Parallel. The first half of the odd plans do not wait for it: they aim
+// it fits. The controller's writes come from a probe: a case of the
+// spec's fixtures and one of its user changes, with no fault, per user
+// change, each in a slot of Parallel. The first half of the odd plans do not wait for it: they aim
 // at every write (errors answered to all, a crash after each of the first
 // writes), at its view (a stale watch), at what the controller may make,
 // then at what needs no write, and start with the unaimed plans; the
-// rest, drawn once the probe ended, aim at each write it saw (the writes
+// rest, drawn once the probe ended, aim at each write it saw, followed by
+// the change that provoked it there, as the probe made it (the writes
 // the fewest user changes provoke first) and at the aims not taken yet
 // (the faults not tried yet first).
 // A probe that fails leaves them the aims not taken.

@@ -3,7 +3,9 @@ package search
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +32,7 @@ func TestAimsBeforeTheProbe(t *testing.T) {
 	search := func(parallel int) [][]faults.Step {
 		release := make(chan struct{})
 		s := &searcher{spec: spec, opts: SearchOptions{Checks: checks, Seed: 7, Parallel: parallel}, runs: map[string]int{},
-			probe: func(context.Context, *Env, Spec) (probed, func(), error) {
+			probe: func(context.Context, *Env, Spec, []faults.Step) (probed, func(), error) {
 				<-release
 				return probed{known: true, writes: writes}, func() {}, nil
 			}}
@@ -81,6 +83,69 @@ func TestAimsBeforeTheProbe(t *testing.T) {
 		require.Contains(t, writes, w, "aimed at the writes the probe saw")
 	}
 	require.Equal(t, plans, search(1), "the same plans at Parallel 1")
+}
+
+// TestProbeACasePerChange: the probe is a case per user change of the
+// spec, each from the fixtures, all at once when Parallel allows (one
+// after another at Parallel 1); the aims see what they saw together, each
+// write with the changes it followed. One probe that did not run to its
+// end leaves nothing known.
+func TestProbeACasePerChange(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Widget", "web"),
+		Faults:   []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.Recreate(), faults.APIErrors()},
+	})
+	pods := faults.WriteMatch{Verb: "create", Resource: "pods"}
+	status := faults.WriteMatch{Verb: "update", Resource: "widgets/status"}
+	for _, parallel := range []int{1, 4} {
+		var mu sync.Mutex
+		var made []string
+		running, most := 0, 0
+		bothStarted := make(chan struct{})
+		s := &searcher{spec: spec, opts: SearchOptions{Parallel: parallel}, runs: map[string]int{},
+			probe: func(_ context.Context, _ *Env, _ Spec, plan []faults.Step) (probed, func(), error) {
+				mu.Lock()
+				made = append(made, faults.FormatPlan(plan))
+				running++
+				most = max(most, running)
+				if running == 2 {
+					close(bothStarted)
+				}
+				mu.Unlock()
+				if parallel > 1 {
+					select { // the other starts beside it
+					case <-bothStarted:
+					case <-time.After(5 * time.Second):
+					}
+				}
+				mu.Lock()
+				running--
+				mu.Unlock()
+				w := pods
+				if plan[0].Fault() == "Recreate" {
+					w = status
+				}
+				return probed{known: true, writes: []faults.WriteMatch{w}, provoked: map[faults.WriteMatch][]string{w: {plan[0].Fault()}},
+					watched: []string{"widgets"}}, func() {}, nil
+			}}
+		seen := make(chan probed, 1)
+		s.runProbe(context.Background(), func(p probed) { seen <- p })
+		var p probed
+		select {
+		case p = <-seen:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("parallel %d: the probe never ended", parallel)
+		}
+		s.wait()
+		changes := faults.ProbeChanges(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: 1, Objects: lifecycle.FixtureObjects(spec)})
+		require.Len(t, changes, 2)
+		require.ElementsMatch(t, []string{faults.FormatPlan(changes[:1]), faults.FormatPlan(changes[1:])}, made, "a case per change")
+		require.Equal(t, map[faults.WriteMatch][]string{pods: {"ScaleChange"}, status: {"Recreate"}}, p.provoked)
+		require.Equal(t, faults.SortWrites([]faults.WriteMatch{pods, status}), p.writes)
+		require.Equal(t, []string{"widgets"}, p.watched)
+		require.Equal(t, min(parallel, 2), most, "parallel %d: cases at once", parallel)
+	}
+	require.False(t, together([]probed{{known: true}, {}}).known)
 }
 
 // TestRarestFirst: once the probe ended, the aims at the write the fewest

@@ -118,8 +118,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 			tried[aimedFault(g.Example(0))]++
 		}
 	}
-	s.startCase(func() {
-		p, tornDown, _ := s.probe(ctx, s.env, s.spec)
+	s.runProbe(ctx, func(p probed) {
 		var rest []*rapid.Generator[[]faults.Step]
 		for _, g := range aimedPlans(s.spec, p) {
 			if !taken[aimKey(g)] {
@@ -127,7 +126,6 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 			}
 		}
 		fillAimed(joinedAims(rarestFirst(rest, p, tried, seed), odd-early, maxSteps, random), early)
-		tornDown() // in the probe's slot
 	})
 	return ps
 }
@@ -161,7 +159,7 @@ func ListPlans(spec Spec, opts SearchOptions) (PlanList, error) {
 	if err != nil {
 		return PlanList{}, err
 	}
-	s.probe = func(context.Context, *Env, Spec) (probed, func(), error) { return probed{}, func() {}, nil }
+	s.probe = func(context.Context, *Env, Spec, []faults.Step) (probed, func(), error) { return probed{}, func() {}, nil }
 	ps := s.plans(context.Background())
 	<-ps.drawn
 	s.wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
@@ -21,26 +22,104 @@ type probed struct {
 	watched  []string                   // the resources it watched
 }
 
-// probeWrites runs the spec's fixtures and one of each of its user
-// changes (but bursts), with no fault, each until 2 s quiet (at most
-// 30 s), and returns the controller's distinct writes in the case's
-// namespace (not its leases and Events: see inject's aimed), each with
-// the user changes it followed, and the resources it watched. The user
-// changes are faults.ProbeChanges: every probe makes the same ones, and
-// the plans aimed at a write make the one that provoked it. It returns as soon as the probe is
-// judged, before its teardown (a stateful operator's takes seconds:
-// claims and volumes); tornDown returns once that has ended.
-func probeWrites(ctx context.Context, env *Env, spec Spec) (_ probed, tornDown func(), _ error) {
+// probePlans are the plans of the search's probe: a case per user change
+// of the spec (faults.ProbeChanges; every probe makes the same ones, and
+// the plans aimed at a write make the one that provoked it), or one of
+// the fixtures alone when it has none. Each change starts from the
+// fixtures, as an aimed plan's does, and the probe ends with its slowest
+// change rather than after all of them one by one: the plans aimed at
+// what it saw start that much sooner (a stateful operator's changes take
+// seconds each).
+func probePlans(spec Spec) [][]faults.Step {
 	spec = lifecycle.WithDefaults(spec)
 	objects := lifecycle.FixtureObjects(spec)
-	plan := faults.ProbeChanges(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects})
-	rep, watched, tornDown, err := lifecycle.Probe(ctx, env, spec, plan)
+	changes := faults.ProbeChanges(spec.Faults, faults.Config{Nodes: spec.Nodes, Fixtures: len(objects), Objects: objects})
+	if len(changes) == 0 {
+		return [][]faults.Step{nil}
+	}
+	plans := make([][]faults.Step, len(changes))
+	for i, change := range changes {
+		plans[i] = []faults.Step{change}
+	}
+	return plans
+}
+
+// probeWrites runs plan, one of probePlans, with no fault, until 2 s
+// quiet (at most 30 s) after the fixtures and after its change, and
+// returns the controller's distinct writes in the case's namespace (not
+// its leases and Events: see inject's aimed), each with the user change
+// it followed, and the resources it watched. It returns as soon as the
+// probe is judged, before its teardown (a stateful operator's takes
+// seconds: claims and volumes); tornDown returns once that has ended.
+func probeWrites(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (_ probed, tornDown func(), _ error) {
+	rep, watched, tornDown, err := lifecycle.Probe(ctx, env, lifecycle.WithDefaults(spec), plan)
 	if err != nil {
 		return probed{}, tornDown, err
 	}
 	p := controllerWrites(rep.Trace, rep.Namespace, plan)
 	p.known, p.watched = true, watched
 	return p, tornDown, nil
+}
+
+// together is what the probes saw together: unknown when one did not run
+// to its end.
+func together(probes []probed) probed {
+	out := probed{known: true, provoked: map[faults.WriteMatch][]string{}, setup: map[faults.WriteMatch]bool{}}
+	for _, p := range probes {
+		if !p.known {
+			return probed{}
+		}
+		out.writes = append(out.writes, p.writes...)
+		for w, names := range p.provoked {
+			out.provoked[w] = append(out.provoked[w], names...)
+		}
+		for w := range p.setup {
+			out.setup[w] = true
+		}
+		out.watched = append(out.watched, p.watched...)
+	}
+	out.writes = faults.SortWrites(out.writes)
+	for w, names := range out.provoked {
+		slices.Sort(names) // the same plans whatever order the probes ended in
+		out.provoked[w] = slices.Compact(names)
+	}
+	slices.Sort(out.watched)
+	out.watched = slices.Compact(out.watched)
+	return out
+}
+
+// runProbe runs the probe's plans, each in a slot of Parallel (as many as
+// it has before any case of the search starts), and calls seen with what
+// they saw together once every one has been judged.
+func (s *searcher) runProbe(ctx context.Context, seen func(probed)) {
+	plans := probePlans(s.spec)
+	results := make([]probed, len(plans))
+	var judged sync.WaitGroup
+	judged.Add(len(plans))
+	probe := func(i int) func() {
+		return func() {
+			p, tornDown, _ := s.probe(ctx, s.env, s.spec, plans[i])
+			results[i] = p
+			judged.Done()
+			tornDown() // in the probe's slot
+		}
+	}
+	// The slots are free yet: these take theirs before the search's
+	// cases do.
+	first := min(len(plans), s.opts.Parallel)
+	for i := range first {
+		s.startCase(probe(i))
+	}
+	// The others wait for their slots here, not in the search's drawing.
+	s.cases.Add(1)
+	go func() {
+		defer s.cases.Done()
+		for i := first; i < len(plans); i++ {
+			s.startCase(probe(i))
+		}
+		judged.Wait()
+		seen(together(results))
+	}()
 }
 
 // controllerWrites are the distinct writes the controller made in
@@ -74,13 +153,21 @@ func controllerWrites(tr *properties.Trace, namespace string, plan []faults.Step
 	return p
 }
 
-// ProbeWrites is the search's probe, whole: the controller's distinct
-// writes, the user changes after which it made each, and the resources it
-// watched (for the harness's tests).
+// ProbeWrites is the search's probe, whole, its plans one after another:
+// the controller's distinct writes, the user changes after which it made
+// each, and the resources it watched (for the harness's tests).
 func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch, map[faults.WriteMatch][]string, []string, error) {
-	p, tornDown, err := probeWrites(ctx, env, spec)
-	tornDown()
-	return p.writes, p.provoked, p.watched, err
+	var probes []probed
+	for _, plan := range probePlans(spec) {
+		p, tornDown, err := probeWrites(ctx, env, spec, plan)
+		tornDown()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		probes = append(probes, p)
+	}
+	p := together(probes)
+	return p.writes, p.provoked, p.watched, nil
 }
 
 // isControllerWrite: r is a write of the controller's in namespace, not

@@ -46,9 +46,9 @@ type searcher struct {
 	onCase sync.Mutex
 	// runCase runs a case: run, or a stand-in in the shrinker's tests.
 	runCase func(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged func(*Report)) (*Report, error)
-	// probe sees the controller's writes: probeWrites, or a stand-in in
-	// the aims' tests.
-	probe func(ctx context.Context, env *Env, spec Spec) (probed, func(), error)
+	// probe sees the controller's writes in one of probePlans:
+	// probeWrites, or a stand-in in the aims' tests.
+	probe func(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (probed, func(), error)
 	// lateErr: a teardown stuck after its case's outcome was told (guarded
 	// by mu).
 	lateErr error
