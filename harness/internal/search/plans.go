@@ -159,7 +159,9 @@ func ListPlans(spec Spec, opts SearchOptions) (PlanList, error) {
 	if err != nil {
 		return PlanList{}, err
 	}
-	s.probe = func(context.Context, *Env, Spec, []faults.Step) (probed, func(), error) { return probed{}, func() {}, nil }
+	s.probe = func(context.Context, *Env, Spec, []faults.Step) (probed, func(), error) {
+		return probed{}, func() {}, nil
+	}
 	ps := s.plans(context.Background())
 	<-ps.drawn
 	s.wait()
