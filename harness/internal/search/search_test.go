@@ -680,6 +680,67 @@ func TestOutcomeToldBeforeTeardown(t *testing.T) {
 	}
 }
 
+// TestOutcomeToldWhileSlotsAreHeld: a slot held by another case (the
+// probe's, a confirming run's) leaves the search's loop a plan it cannot
+// start yet; it still takes in the outcome of a case judged, rather than
+// waiting for a slot, which that case's teardown holds. A plan not
+// started for want of a slot starts once one is given back.
+func TestOutcomeToldWhileSlotsAreHeld(t *testing.T) {
+	s := &searcher{opts: SearchOptions{Parallel: 2}, runs: map[string]int{}}
+	held, tornDown := make(chan struct{}), make(chan struct{})
+	s.startCase(func() { <-held }) // the probe's slot
+	var mu sync.Mutex
+	var ran []string
+	s.runCase = func(_ context.Context, _ *Env, _ Spec, plan []faults.Step, judged func(*Report)) (*Report, error) {
+		mu.Lock()
+		ran = append(ran, faults.FormatPlan(plan))
+		mu.Unlock()
+		rep := &Report{Plan: plan}
+		if plan[0] == scaleTo(0) {
+			rep.Failures = []Failure{{Property: "converges"}}
+			judged(rep)
+			<-tornDown
+		}
+		return rep, nil
+	}
+	answered := make(chan int)
+	go func() {
+		i, _, err := s.firstFailing([][]faults.Step{scalePlan(0), scalePlan(1)}, "", time.Time{}, 1, true)
+		assert.NoError(t, err)
+		answered <- i
+	}()
+	select {
+	case i := <-answered:
+		require.Equal(t, 0, i)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer while the failing case tore down and the probe held the other slot")
+	}
+	close(tornDown)
+	close(held)
+	s.wait()
+	require.Equal(t, []string{faults.FormatPlan(scalePlan(0))}, ran, "none starts after the answer")
+
+	// Both plans pass: the second starts once the probe gives its slot back.
+	s = &searcher{opts: SearchOptions{Parallel: 1}, runs: map[string]int{}}
+	held = make(chan struct{})
+	s.startCase(func() { <-held })
+	standIn(s, func(plan []faults.Step, _ int) *Report { return &Report{Plan: plan} })
+	go func() {
+		i, _, err := s.firstFailing([][]faults.Step{scalePlan(1), scalePlan(2)}, "", time.Time{}, 1, true)
+		assert.NoError(t, err)
+		answered <- i
+	}()
+	time.Sleep(100 * time.Millisecond)
+	close(held)
+	select {
+	case i := <-answered:
+		require.Equal(t, -1, i)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the plans never started once the slot was given back")
+	}
+	s.wait()
+}
+
 // scaleTo is the stand-in cases' step: a ScaleChange of spec.replicas to
 // v; scalePlan is the plan of that step alone.
 func scaleTo(v int64) faults.Step { return faults.ScaleChangeStep{Field: "spec.replicas", Value: v} }

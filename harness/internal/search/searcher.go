@@ -63,6 +63,7 @@ type searcher struct {
 	// of firstFailing; cases counts them until their teardown ended.
 	slotsOnce sync.Once
 	slots     chan struct{}
+	freed     chan struct{} // a slot was given back
 	cases     sync.WaitGroup
 }
 
@@ -276,7 +277,7 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 	for {
 		for len(running) < s.opts.Parallel && open() {
 			i := next()
-			if i < 0 {
+			if i < 0 || !s.takeSlot() {
 				break
 			}
 			started[i] = true
@@ -286,27 +287,31 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 				// same plan drawn again is skipped here as in the
 				// whole search.
 				s.ran(plan, attempts)
+				s.freeSlot()
 				continue
 			}
 			if rep := s.failedBefore(plan, property); rep != nil {
 				take(result{i, rep, nil})
+				s.freeSlot()
 				continue
 			}
 			if s.ran(plan, attempts) {
 				s.skipped(plan)
+				s.freeSlot()
 				continue
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			running[i] = cancel
-			s.startCase(func() {
+			s.launch(func() {
 				s.run(ctx, plan, func(rep *Report, err error) { results <- result{i, rep, err} })
 			})
 		}
 		// The answer is in once no plan before the best is running (with
-		// firstJudged, once there is a best) and none is left to draw:
+		// firstJudged, once there is a best) and none is left to draw or
+		// to start (a slot may be the probe's, or a confirming run's):
 		// the cases left are cut short. After a harness failure the cases
 		// running finish.
-		waiting := drawn != nil && open() && lowest < len(started)
+		waiting := open() && (drawn != nil && lowest < len(started) || next() >= 0)
 		for i := range running {
 			waiting = waiting || best < 0 || i < best && !firstJudged
 		}
@@ -324,6 +329,7 @@ func (s *searcher) firstFailingOf(plans *planSet, property string, deadline time
 			take(r)
 		case <-drawn:
 			drawn = nil
+		case <-s.freed:
 		}
 	}
 }
@@ -357,14 +363,48 @@ func (s *searcher) failedBefore(plan []faults.Step, property string) *Report {
 // startCase runs a case in a slot of Parallel, taken when one is free
 // (the cases a search cut short may still hold theirs).
 func (s *searcher) startCase(run func()) {
-	s.slotsOnce.Do(func() { s.slots = make(chan struct{}, s.opts.Parallel) })
+	s.makeSlots()
 	s.slots <- struct{}{}
+	s.launch(run)
+}
+
+// takeSlot takes a slot of Parallel if one is free, and reports whether
+// it did: the search's loop must not wait for one while its cases' outcomes
+// come in (the probe's cases and the confirming runs hold slots too).
+func (s *searcher) takeSlot() bool {
+	s.makeSlots()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// launch runs a case in the slot taken for it.
+func (s *searcher) launch(run func()) {
 	s.cases.Add(1)
 	go func() {
 		defer s.cases.Done()
-		defer func() { <-s.slots }()
+		defer s.freeSlot()
 		run()
 	}()
+}
+
+// freeSlot gives a slot back, and tells the search's loop (freed).
+func (s *searcher) freeSlot() {
+	<-s.slots
+	select {
+	case s.freed <- struct{}{}:
+	default: // told already
+	}
+}
+
+func (s *searcher) makeSlots() {
+	s.slotsOnce.Do(func() {
+		s.slots = make(chan struct{}, s.opts.Parallel)
+		s.freed = make(chan struct{}, 1)
+	})
 }
 
 // wait returns once every case started has ended, teardown included.
