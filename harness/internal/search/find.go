@@ -59,7 +59,9 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	failedAt := time.Now()
-	s.beginShrink(first.Failures[0].Property)
+	s.mu.Lock()
+	s.shrinking = first.Failures[0].Property
+	s.mu.Unlock()
 	last, lastAt := s.shrink(first, failedAt.Add(opts.ShrinkTime))
 	shrunk := time.Now()
 	if lastAt.IsZero() {

@@ -205,7 +205,7 @@ func TestShrinkCandidatesRunWithoutTheReference(t *testing.T) {
 			first, err := runPlan(s, []faults.Step{scaleTo(3), scaleTo(0), scaleTo(4)})
 			require.NoError(t, err)
 			whole = 0
-			s.beginShrink(c.shrunk)
+			s.shrinking = c.shrunk
 			got, _ := s.shrink(first, time.Now().Add(time.Minute))
 			s.wait()
 			require.Equal(t, scalePlan(0), got.Plan, "runs: %v", cases.order)

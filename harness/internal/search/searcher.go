@@ -53,11 +53,9 @@ type searcher struct {
 	// by mu).
 	lateErr error
 	// shrinking is the property being shrunk, once the shrink began;
-	// shrinkStats count its cases; candidates, when set, is the spec its
-	// candidates run (see candidateSpec) (all guarded by mu).
+	// shrinkStats count its cases (both guarded by mu).
 	shrinking   string
 	shrinkStats ShrinkStats
-	candidates  *Spec
 
 	// slots hold Parallel tokens, one per case running, across the calls
 	// of firstFailing; cases counts them until their teardown ended.
@@ -79,12 +77,9 @@ type searcher struct {
 // Find (see takeLateErr).
 func (s *searcher) run(ctx context.Context, plan []faults.Step, found func(*Report, error)) {
 	s.mu.Lock()
-	spec := s.spec
-	if s.candidates != nil {
-		spec = *s.candidates
-	}
+	shrinking := s.shrinking
 	s.mu.Unlock()
-	s.runSpec(ctx, spec, plan, found)
+	s.runSpec(ctx, candidateSpec(s.spec, shrinking), plan, found)
 }
 
 // runSpec is run with spec, which replays of a shrunk plan give whole.

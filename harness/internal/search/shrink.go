@@ -98,16 +98,6 @@ func (st *ShrinkStats) count(rep *Report, failed, cutShort bool) {
 	}
 }
 
-// beginShrink makes the searcher's cases from now on those of a shrink of
-// a failure of property: counted in shrinkStats, candidates run with
-// candidateSpec.
-func (s *searcher) beginShrink(property string) {
-	candidates := candidateSpec(s.spec, property)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.shrinking, s.candidates = property, &candidates
-}
-
 // shrink returns the smallest plan it finds that fails as rep does, and
 // when it found it (zero if rep is the smallest). When no candidate of a
 // plan fails, each is run once more before the plan counts as the
@@ -321,7 +311,7 @@ func (s *searcher) reproductions(plan []faults.Step, property string) (failed in
 }
 
 // candidateSpec is the spec the shrink's candidates of a failure of
-// property run: spec without its property judged against a reference run
+// property run (spec itself when property is empty: no shrink): spec without its property judged against a reference run
 // when property comes before it in the Spec's order. After the heal a
 // case's outcome is its first failure in that order (see lifecycle's
 // check): the later property changes it only by failing during the steps
