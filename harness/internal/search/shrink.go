@@ -311,8 +311,9 @@ func (s *searcher) reproductions(plan []faults.Step, property string) (failed in
 }
 
 // candidateSpec is the spec the shrink's candidates of a failure of
-// property run (spec itself when property is empty: no shrink): spec without its property judged against a reference run
-// when property comes before it in the Spec's order. After the heal a
+// property run (spec itself when property is empty: no shrink): spec
+// without its property judged against a reference run when property
+// comes before it in the Spec's order. After the heal a
 // case's outcome is its first failure in that order (see lifecycle's
 // check): the later property changes it only by failing during the steps
 // (claims deleted), while its reference runs take seconds each (a
