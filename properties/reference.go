@@ -45,8 +45,9 @@ type ReferenceRun struct {
 	// case is compared with.
 	Trace *Trace
 	// Failed is set when a property failed on the reference run itself:
-	// the controller fails without faults.
-	Failed error
+	// the controller fails without faults. FailedProperty names it.
+	Failed         error
+	FailedProperty string
 	// NetOfBursts is set for a case whose reference run made only the net
 	// changes of its bursts (faults.BurstStep.Net). An object only one
 	// run has, or a group of made-up names of another size, may then be

@@ -20,7 +20,8 @@ import (
 // every fault left out, on the same fixtures, run to a settled end. Its
 // end state is the one the case must come to.
 
-// referenceSteps are the steps of plan its reference run makes: the
+// ReferenceSteps are the steps of plan its reference run makes (a plan
+// that runs as a case, as the search does with a failed reference): the
 // user's changes; another writer's (a conflicting writer's value on a
 // fixture is a desired state the controller follows); and a node loss
 // that no later step recovers, whose pods outlast the heal on a node that
@@ -29,7 +30,7 @@ import (
 // faults are left out, and so are the changes of a burst that later ones
 // of it make again (faults.BurstStep.Net): a controller must end where
 // the last of them takes it. nodes is the spec's node count.
-func referenceSteps(plan []faults.Step, nodes int) []faults.Step {
+func ReferenceSteps(plan []faults.Step, nodes int) []faults.Step {
 	var out []faults.Step
 	for _, i := range referenceIndices(plan, nodes) {
 		st := plan[i]
@@ -55,7 +56,7 @@ func nettedBurst(b faults.BurstStep) bool {
 	return !ok || len(net.Steps) < len(b.Steps)
 }
 
-// referenceIndices are the indices in plan of its referenceSteps.
+// referenceIndices are the indices in plan of its ReferenceSteps.
 func referenceIndices(plan []faults.Step, nodes int) []int {
 	var out []int
 	for i, s := range plan {
@@ -151,7 +152,7 @@ type referenceEntry struct {
 // as it is judged, and tears down while its case runs: tornDown returns
 // once it has (the case waits for it before it returns).
 func (env *Env) reference(ctx context.Context, spec Spec, p properties.Referenced, plan []faults.Step) (run *properties.ReferenceRun, named []faults.Step, namespace string, took time.Duration, tornDown func(), err error) {
-	steps := referenceSteps(plan, spec.Nodes)
+	steps := ReferenceSteps(plan, spec.Nodes)
 	key := referenceKey{property: p, plan: faults.FormatPlan(steps)}
 	refs := &env.references
 	for {
@@ -214,7 +215,7 @@ func runReference(ctx context.Context, env *Env, spec Spec, steps []faults.Step)
 	ref := &properties.ReferenceRun{Trace: rep.Trace}
 	if rep.Failed() {
 		f := rep.Failures[0]
-		ref.Failed = errors.New(f.Message)
+		ref.Failed, ref.FailedProperty = errors.New(f.Message), f.Property
 	}
 	acted := slices.Clone(rep.Plan)
 	for _, i := range rep.NoOps {
@@ -272,8 +273,8 @@ func Probe(ctx context.Context, env *Env, spec Spec, plan []faults.Step) (_ *Rep
 // no pod that may never be ready.
 var quietEnd = referenceSettled{quiet: 2 * time.Second, within: 30 * time.Second}
 
-// referenceSettled holds a reference run until its objects have seen no
-// write for quiet after the heal, no claim waits for the hollow
+// referenceSettled holds a reference run, once healed, until it has
+// seen no write for quiet (lastActivity), no claim waits for the hollow
 // provisioner's volume, and (motion) no object is on its way (a pod
 // starting, a workload short of its replicas: but what a deletion holds;
 // see properties.State.InMotion), or within
@@ -294,11 +295,7 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 	if tr.Healed.IsZero() {
 		return properties.Verdict{Detail: "faults not healed yet"}
 	}
-	last := tr.Healed
-	for _, w := range tr.Writes {
-		last = maxTime(last, w.At)
-	}
-	quiet := tr.End.Sub(last)
+	quiet := tr.End.Sub(lastActivity(tr))
 	switch {
 	case tr.Final:
 	case quiet < p.quiet:
@@ -311,6 +308,29 @@ func (p referenceSettled) Check(tr *properties.Trace) properties.Verdict {
 		}
 	}
 	return properties.Verdict{Done: true, Detail: fmt.Sprintf("quiet for %v", quiet.Round(time.Millisecond))}
+}
+
+// lastActivity is when the run last moved: its last step, its last
+// write seen, or its last write request in the namespace (an object of a
+// kind not watched; not a lease renewed, not an Event). Not its heal: a
+// plan of user changes heals nothing, and each step's settle already
+// waited for quiet (the probe's as long as its end's), so quiet counted
+// from the heal made the end wait out a second quiet period after the
+// first (2 s a probe case, in its first wave).
+func lastActivity(tr *properties.Trace) time.Time {
+	last := tr.Start
+	if n := len(tr.Events); n > 0 {
+		last = maxTime(last, tr.Events[n-1].At)
+	}
+	for _, w := range tr.Writes {
+		last = maxTime(last, w.At)
+	}
+	for _, r := range tr.Requests {
+		if slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) && r.Resource != "leases" && r.Resource != "events" {
+			last = maxTime(last, r.At)
+		}
+	}
+	return last
 }
 
 // provisioning: a claim of the state is handed to the hollow provisioner

@@ -24,15 +24,15 @@ func TestReferenceSteps(t *testing.T) {
 	}
 	// Node 4 is node 1 of 3: its loss passes.
 	require.Equal(t, []faults.Step{faults.NodeLossStep{Node: 0}, scale, writer, faults.RecreateStep{}, faults.NodeLossStep{Node: 2}},
-		referenceSteps(plan, 3))
-	require.Empty(t, referenceSteps([]faults.Step{faults.ChildDeleteStep{}, faults.CrashLoopStep{Pod: 1, Starts: 2}}, 3))
+		ReferenceSteps(plan, 3))
+	require.Empty(t, ReferenceSteps([]faults.Step{faults.ChildDeleteStep{}, faults.CrashLoopStep{Pod: 1, Starts: 2}}, 3))
 
 	// A burst: its net changes.
 	burst := faults.BurstStep{Steps: []faults.Step{scale, faults.ScaleChangeStep{Field: "spec.replicas", Value: 1}}, GapMs: 50}
-	require.Equal(t, []faults.Step{burst.Steps[1]}, referenceSteps([]faults.Step{faults.ControllerRestartStep{}, burst}, 3))
+	require.Equal(t, []faults.Step{burst.Steps[1]}, ReferenceSteps([]faults.Step{faults.ControllerRestartStep{}, burst}, 3))
 	require.True(t, netted([]faults.Step{faults.ControllerRestartStep{}, burst}))
 	apart := faults.BurstStep{Steps: []faults.Step{scale, faults.RecreateStep{}}, GapMs: 50}
-	require.Equal(t, []faults.Step{apart}, referenceSteps([]faults.Step{apart}, 3))
+	require.Equal(t, []faults.Step{apart}, ReferenceSteps([]faults.Step{apart}, 3))
 	require.False(t, netted([]faults.Step{apart, scale}))
 }
 
@@ -66,9 +66,9 @@ func TestAsReferenceNamed(t *testing.T) {
 	require.Empty(t, skip)
 }
 
-// TestReferenceSettled: a reference run ends 2 s after its last write,
-// once no claim waits for the hollow provisioner's volume; at its last
-// check, whatever it waits for.
+// TestReferenceSettled: a reference run ends 2 s after its last step or
+// write, once no claim waits for the hollow provisioner's volume; at its
+// last check, whatever it waits for.
 func TestReferenceSettled(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	claim := func(phase, provisioner string) *unstructured.Unstructured {
@@ -106,4 +106,18 @@ func TestReferenceSettled(t *testing.T) {
 		"deletionTimestamp": "2026-01-01T00:00:00Z", "ownerReferences": []any{map[string]any{"kind": "StatefulSet", "name": "db"}}}}}
 	short.States[0].Objects = append(short.States[0].Objects, pod)
 	require.True(t, settledEnd.Check(short).Done)
+
+	// The quiet counts from the last step, write, or write request, not
+	// from the heal: the last step's settle already saw some of it.
+	settled := trace(3500*time.Millisecond, claim("Bound", storage.Driver))
+	settled.Healed = t0.Add(3 * time.Second)
+	settled.Events = []properties.Event{{At: t0.Add(time.Second), Kind: properties.UserEvent}}
+	require.True(t, settledEnd.Check(settled).Done, "quiet for 2.5 s, since the step and its write")
+	settled.Events[0].At = t0.Add(2 * time.Second)
+	require.False(t, settledEnd.Check(settled).Done, "quiet for 1.5 s since the step")
+	settled.Events[0].At = t0.Add(time.Second)
+	settled.Requests = []properties.Request{{At: t0.Add(3 * time.Second), Verb: "update", Resource: "leases"}, {At: t0.Add(3 * time.Second), Verb: "create", Resource: "events"}}
+	require.True(t, settledEnd.Check(settled).Done, "a lease renewed and an Event are not the run moving")
+	settled.Requests = append(settled.Requests, properties.Request{At: t0.Add(3 * time.Second), Verb: "patch", Resource: "configmaps"})
+	require.False(t, settledEnd.Check(settled).Done, "a write of a kind not watched is")
 }

@@ -25,7 +25,8 @@ import (
 // the change that provoked it there, as the probe made it (the writes
 // the fewest user changes provoke first) and at the aims not taken yet
 // (the faults not tried yet first).
-// A probe that fails leaves them the aims not taken.
+// A probe that fails leaves them the aims not taken, and a search that
+// then passes answers the probe's failure (see Find).
 // The even plans are drawn as before (faults.Plan), so a seed draws the
 // same plans whatever Parallel is, as long as the controller's distinct
 // writes are the same in every probe.

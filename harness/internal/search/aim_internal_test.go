@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -146,6 +147,39 @@ func TestProbeACasePerChange(t *testing.T) {
 		require.Equal(t, min(parallel, 2), most, "parallel %d: cases at once", parallel)
 	}
 	require.False(t, together([]probed{{known: true}, {}}).known)
+}
+
+// TestProbeFailureAnswered: a probe that fails leaves the search the
+// aims that need no probe; a search whose plans then all pass answers the
+// probe's failure, not a pass. A probe ended by the search is no failure.
+func TestProbeFailureAnswered(t *testing.T) {
+	spec := lifecycle.WithDefaults(Spec{
+		Fixtures: threeReplicas("Widget", "web"),
+		Faults:   []faults.Fault{faults.ScaleChange(faults.ScaleOptions{}), faults.APIErrors()},
+	})
+	searcherWith := func(probeErr func(ctx context.Context) error) *searcher {
+		return &searcher{spec: spec, opts: SearchOptions{Parallel: 2, Checks: 6, Seed: 1, ShrinkTime: time.Minute, Dir: t.TempDir()}, runs: map[string]int{},
+			probe: func(ctx context.Context, _ *Env, _ Spec, _ []faults.Step) (probed, func(), error) {
+				return probed{}, func() {}, probeErr(ctx)
+			}}
+	}
+	s := searcherWith(func(context.Context) error {
+		return errors.New("setup: the controller never took charge of the fixtures")
+	})
+	cases := standIn(s, func(plan []faults.Step, _ int) *Report { return &Report{Plan: plan} })
+	f, err := s.find("probe")
+	require.Nil(t, f)
+	require.ErrorContains(t, err, "the search's probe")
+	require.ErrorContains(t, err, "never took charge")
+	require.Len(t, cases.order, 6, "every plan ran: the aims that need no probe in place of the others")
+
+	// Ended by the search (a failure found): its error is the context's.
+	s = searcherWith(context.Cause)
+	ended, end := context.WithCancel(context.Background())
+	end()
+	s.runProbe(ended, func(probed) {})
+	s.wait()
+	require.NoError(t, s.probeErr)
 }
 
 // TestRarestFirst: once the probe ended, the aims at the write the fewest

@@ -1,14 +1,17 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
+	"github.com/kubeprop/kubeprop/properties"
 )
 
 // Finding is harness.Finding: see its documentation there.
@@ -41,7 +44,12 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	if err != nil {
 		return nil, err
 	}
-	opts = s.opts
+	return s.find(name)
+}
+
+// find is Find's search and shrink, by s (its cases stand-ins in tests).
+func (s *searcher) find(name string) (*Finding, error) {
+	opts := s.opts
 	// Nothing a search started outlives it.
 	defer s.wait()
 	start := time.Now()
@@ -51,14 +59,19 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 	endProbe()
 	if err == nil && first == nil {
 		// Every plan passed: a teardown stuck after its pass was told
-		// is still the harness's failure.
+		// is still the harness's failure, and so is a probe that failed
+		// (the plans aimed at what it would have seen were not run).
 		s.wait()
-		err = s.takeLateErr()
+		s.mu.Lock()
+		err = cmp.Or(s.lateErr, s.probeErr)
+		s.mu.Unlock()
 	}
 	if err != nil || first == nil {
 		return nil, err
 	}
 	failedAt := time.Now()
+	drawn := first
+	first = s.withoutFaults(first, failedAt.Add(opts.ShrinkTime))
 	s.mu.Lock()
 	s.shrinking = first.Failures[0].Property
 	s.mu.Unlock()
@@ -73,7 +86,7 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return nil, err
 	}
 	f := last.Failures[0]
-	finding := &Finding{Failure: f, Plan: last.Plan, DrawnSteps: len(first.Plan),
+	finding := &Finding{Failure: f, Plan: last.Plan, DrawnSteps: len(drawn.Plan),
 		Seed: opts.Seed, FailingPlan: index + 1, FoundAfter: failedAt.Sub(start), ShrunkAfter: lastAt.Sub(start), Report: last}
 	s.mu.Lock()
 	finding.Shrink = s.shrinkStats
@@ -88,6 +101,37 @@ func Find(env *Env, spec Spec, name string, opts SearchOptions) (*Finding, error
 		return finding, err
 	}
 	return finding, nil
+}
+
+// withoutFaults: a failure of the property judged against a reference
+// run (properties.Referenced) because that run itself failed property P
+// (the controller fails P with the user changes alone) is the failure of
+// P by the reference's plan, run as a case; that is the one shrunk.
+// Shrunk as the reference property's, it keeps its plan: each candidate
+// fails P first, which comes before it (or its own reference fails P
+// again). Such a failure is judged at the heal, and often wins the race
+// against P's in another case. rep itself when it is not such a failure,
+// or when the reference's plan does not fail P as a case by deadline.
+func (s *searcher) withoutFaults(rep *Report, deadline time.Time) *Report {
+	if rep.Trace == nil {
+		return rep
+	}
+	ref := rep.Trace.Reference
+	if ref == nil || ref.FailedProperty == "" || !slices.ContainsFunc(s.spec.Properties, func(p properties.Property) bool {
+		_, ok := p.(properties.Referenced)
+		return ok && p.Name() == rep.Failures[0].Property
+	}) {
+		return rep
+	}
+	plan := lifecycle.ReferenceSteps(rep.Plan, lifecycle.WithDefaults(s.spec).Nodes)
+	s.mu.Lock()
+	s.shrinking = ref.FailedProperty // its candidates' spec (candidateSpec)
+	s.mu.Unlock()
+	_, failed, err := s.firstFailing([][]faults.Step{plan}, ref.FailedProperty, deadline, 1, false)
+	if err != nil || failed == nil {
+		return rep
+	}
+	return failed
 }
 
 // SearchPlans is harness.SearchPlans: see its documentation there.

@@ -1,7 +1,9 @@
 package search
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -98,7 +100,12 @@ func (s *searcher) runProbe(ctx context.Context, seen func(probed)) {
 	judged.Add(len(plans))
 	probe := func(i int) func() {
 		return func() {
-			p, tornDown, _ := s.probe(ctx, s.env, s.spec, plans[i])
+			p, tornDown, err := s.probe(ctx, s.env, s.spec, plans[i])
+			if err != nil && ctx.Err() == nil {
+				s.mu.Lock()
+				s.probeErr = cmp.Or(s.probeErr, fmt.Errorf("the harness failed: the search's probe (plan %s): %w", faults.FormatPlan(plans[i]), err))
+				s.mu.Unlock()
+			}
 			results[i] = p
 			judged.Done()
 			tornDown() // in the probe's slot

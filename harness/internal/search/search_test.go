@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -216,6 +217,57 @@ func TestShrinkCandidatesRunWithoutTheReference(t *testing.T) {
 			} else {
 				require.Zero(t, trimmed, "runs: %v", cases.order)
 			}
+		})
+	}
+}
+
+// TestFailedReferenceShrunkAsItsProperty: a failure of matches-reference
+// because the reference run failed quiescent (the controller fails with
+// the user changes alone) is shrunk as quiescent's, from the reference's
+// plan run as a case; a failure of matches-reference with a reference
+// that passed, or whose reference's plan passes as a case, is kept.
+func TestFailedReferenceShrunkAsItsProperty(t *testing.T) {
+	reference := properties.MatchesReference(properties.ReferenceOptions{})
+	quiescent := properties.Func("quiescent", func(*properties.Trace) error { return nil })
+	kill := faults.ContainerKillStep{Pod: 1}
+	for _, c := range []struct {
+		name string
+		// failedProperty: the property the reference run failed ("": it
+		// passed); reproduces: the reference's plan fails it as a case.
+		failedProperty string
+		reproduces     bool
+		want           []faults.Step
+		wantProperty   string
+	}{
+		{"reference failed", "quiescent", true, scalePlan(0), "quiescent"},
+		{"reference passed", "", true, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
+		{"its plan passes as a case", "quiescent", false, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &searcher{spec: Spec{Properties: []properties.Property{quiescent, reference}}, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
+			cases := standIn(s, func(plan []faults.Step, _ int) *Report {
+				rep := &Report{Plan: plan, Trace: &properties.Trace{}}
+				switch {
+				case !slices.Contains(plan, scaleTo(0)):
+				case slices.Contains(plan, faults.Step(kill)):
+					rep.Failures = []Failure{{Property: properties.MatchesReferenceName}}
+					if c.failedProperty != "" {
+						rep.Trace.Reference = &properties.ReferenceRun{Failed: errors.New("writes went on"), FailedProperty: c.failedProperty}
+					}
+				case c.reproduces:
+					rep.Failures = []Failure{{Property: "quiescent"}}
+				}
+				return rep
+			})
+			first, err := runPlan(s, []faults.Step{scaleTo(3), kill, scaleTo(0)})
+			require.NoError(t, err)
+			deadline := time.Now().Add(time.Minute)
+			first = s.withoutFaults(first, deadline)
+			s.shrinking = first.Failures[0].Property
+			got, _ := s.shrink(first, deadline)
+			s.wait()
+			require.Equal(t, c.wantProperty, got.Failures[0].Property, "runs: %v", cases.order)
+			require.Equal(t, c.want, got.Plan, "runs: %v", cases.order)
 		})
 	}
 }

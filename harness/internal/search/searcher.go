@@ -52,6 +52,10 @@ type searcher struct {
 	// lateErr: a teardown stuck after its case's outcome was told (guarded
 	// by mu).
 	lateErr error
+	// probeErr: the probe failed (guarded by mu). The search goes on
+	// with the aims that need no probe; a search that then passes
+	// answers it, as it would have a case's (see Find).
+	probeErr error
 	// shrinking is the property being shrunk, once the shrink began;
 	// shrinkStats count its cases (both guarded by mu).
 	shrinking   string
