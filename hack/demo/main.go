@@ -60,6 +60,12 @@ func main() {
 	flag.BoolVar(&reference, "reference", true, "the demo only: judge every case against its reference run too (properties.MatchesReference), the oracle that needs no predicate")
 	flag.BoolVar(&generic, "generic", false, "the demo only: judge with the general properties alone (the targets' own predicates left out; matches-reference in, whatever -reference says)")
 	flag.Parse()
+	if testFlags := goTestFlags(flag.CommandLine); len(testFlags) > 0 {
+		fmt.Fprintf(os.Stderr, "demo: %s: go test's flags, which the demo does not read: it takes -checks, -seed, -shrinktime and -parallel; "+
+			"a scenario it saved replays with the command its table prints (go test ./controllers -run '^TestConformance$/^NAME$' -kubeprop.replay=FILE)\n",
+			strings.Join(testFlags, ", "))
+		os.Exit(2)
+	}
 	var err error
 	if search, err = settings(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -68,6 +74,19 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	os.Exit(run(*only, *seeds, *memProfile))
+}
+
+// goTestFlags are the flags given of go test's -kubeprop.* and -rapid.*:
+// the harness and rapid register them in every binary that imports them,
+// and the demo reads none (one given would pass unheard).
+func goTestFlags(fs *flag.FlagSet) []string {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "kubeprop.") || strings.HasPrefix(f.Name, "rapid.") {
+			given = append(given, "-"+f.Name)
+		}
+	})
+	return given
 }
 
 // writeHeapProfile writes the heap in use after a collection: what a long
