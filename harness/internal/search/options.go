@@ -23,8 +23,12 @@ type SearchOptions struct {
 	// Seed makes a search repeatable: the same seed draws the same plans.
 	// Zero draws a random one, which the finding names.
 	Seed uint64
-	// ShrinkTime bounds shrinking, from the first failure on. Zero means
-	// 1 m.
+	// ShrinkTime bounds shrinking, from the first failure on: no
+	// candidate starts after it. Zero means 1 m. The replays that check
+	// that the plan shrunk reproduces as often as the plan drawn come
+	// after it (3 at once; when it fell short, 3 of the plan drawn and
+	// of plans kept between): a case time or more, minutes for a case
+	// that waits out a convergence deadline.
 	ShrinkTime time.Duration
 	// Parallel is how many cases run at once, in the search and in each
 	// shrink pass: 1 to 64. Zero means DefaultParallel().
