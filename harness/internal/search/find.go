@@ -127,7 +127,9 @@ func (s *searcher) withoutFaults(rep *Report, deadline time.Time) *Report {
 	s.mu.Lock()
 	s.shrinking = ref.FailedProperty // its candidates' spec (candidateSpec)
 	s.mu.Unlock()
-	_, failed, err := s.firstFailing([][]faults.Step{plan}, ref.FailedProperty, deadline, 1, false)
+	// Run even when it ran in the search (a plan drawn with no fault):
+	// it failed the referenced property there, not P.
+	_, failed, err := s.firstFailing([][]faults.Step{plan}, ref.FailedProperty, deadline, 2, false)
 	if err != nil || failed == nil {
 		return rep
 	}

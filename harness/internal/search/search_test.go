@@ -240,12 +240,14 @@ func TestFailedReferenceShrunkAsItsProperty(t *testing.T) {
 		wantProperty   string
 	}{
 		{"reference failed", "quiescent", true, scalePlan(0), "quiescent"},
+		{"reference failed, its plan drawn", "quiescent", true, scalePlan(0), "quiescent"},
 		{"reference passed", "", true, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
 		{"its plan passes as a case", "quiescent", false, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &searcher{spec: Spec{Properties: []properties.Property{quiescent, reference}}, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
-			cases := standIn(s, func(plan []faults.Step, _ int) *Report {
+			drawnFirst := strings.HasSuffix(c.name, "its plan drawn")
+			cases := standIn(s, func(plan []faults.Step, run int) *Report {
 				rep := &Report{Plan: plan, Trace: &properties.Trace{}}
 				switch {
 				case !slices.Contains(plan, scaleTo(0)):
@@ -254,11 +256,17 @@ func TestFailedReferenceShrunkAsItsProperty(t *testing.T) {
 					if c.failedProperty != "" {
 						rep.Trace.Reference = &properties.ReferenceRun{Failed: errors.New("writes went on"), FailedProperty: c.failedProperty}
 					}
-				case c.reproduces:
+				case c.reproduces && !(drawnFirst && run == 1):
 					rep.Failures = []Failure{{Property: "quiescent"}}
 				}
 				return rep
 			})
+			if drawnFirst {
+				// The search ran the reference's plan, which passed then.
+				_, rep, err := s.firstFailing([][]faults.Step{{scaleTo(3), scaleTo(0)}}, "", time.Time{}, 1, false)
+				require.NoError(t, err)
+				require.Nil(t, rep)
+			}
 			first, err := runPlan(s, []faults.Step{scaleTo(3), kill, scaleTo(0)})
 			require.NoError(t, err)
 			deadline := time.Now().Add(time.Minute)
