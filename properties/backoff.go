@@ -85,7 +85,7 @@ type news []time.Time
 func newsOf(tr *Trace) news {
 	managed := map[string]bool{}
 	for _, r := range tr.Requests {
-		if r.User == tr.Controller && isWrite(r.Verb) && r.Resource != "events" && r.Resource != "leases" {
+		if r.User == tr.Controller && r.ChangesState() {
 			managed[r.Resource] = true
 		}
 	}

@@ -497,3 +497,20 @@ func TestBoundedBackoffNewsAbsorbsDelays(t *testing.T) {
 	v = p.Check(tr)
 	require.EqualError(t, v.Err, "bounded-backoff: update databases/status db retried without backing off", v.Detail)
 }
+
+// TestRequestChangesState: a write of an object counts, a read, a lease
+// renewed or an Event posted does not.
+func TestRequestChangesState(t *testing.T) {
+	for _, c := range []struct {
+		r    Request
+		want bool
+	}{
+		{Request{Verb: "patch", Resource: "pods"}, true},
+		{Request{Verb: "deletecollection", Resource: "persistentvolumeclaims"}, true},
+		{Request{Verb: "get", Resource: "pods"}, false},
+		{Request{Verb: "update", Resource: "leases"}, false},
+		{Request{Verb: "create", Resource: "events"}, false},
+	} {
+		require.Equal(t, c.want, c.r.ChangesState(), "%s %s", c.r.Verb, c.r.Resource)
+	}
+}

@@ -180,6 +180,14 @@ type Request struct {
 	FieldManager string
 }
 
+// ChangesState reports whether r writes an object of the cluster's state:
+// a create, update, patch, delete or deletecollection, not of a lease nor
+// an Event (a leader renewing its lease, a record of what happened: every
+// healthy controller keeps making them).
+func (r Request) ChangesState() bool {
+	return isWrite(r.Verb) && r.Resource != "leases" && r.Resource != "events"
+}
+
 // ResourcePath is the request's resource and subresource, as
 // "pods/status".
 func (r Request) ResourcePath() string {

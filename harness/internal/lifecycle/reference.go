@@ -326,7 +326,7 @@ func lastActivity(tr *properties.Trace) time.Time {
 		last = maxTime(last, w.At)
 	}
 	for _, r := range tr.Requests {
-		if slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) && r.Resource != "leases" && r.Resource != "events" {
+		if r.ChangesState() {
 			last = maxTime(last, r.At)
 		}
 	}

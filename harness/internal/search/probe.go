@@ -180,9 +180,7 @@ func ProbeWrites(ctx context.Context, env *Env, spec Spec) ([]faults.WriteMatch,
 // isControllerWrite: r is a write of the controller's in namespace, not
 // of its leases or Events.
 func isControllerWrite(tr *properties.Trace, r properties.Request, namespace string) bool {
-	return r.User == tr.Controller && tr.Controller != "" && r.Namespace == namespace &&
-		slices.Contains([]string{"create", "update", "patch", "delete"}, r.Verb) &&
-		r.Resource != "leases" && r.Resource != "events"
+	return r.User == tr.Controller && tr.Controller != "" && r.Namespace == namespace && r.ChangesState()
 }
 
 // triedWrites are the distinct writes the controller tried in namespace,
