@@ -138,7 +138,7 @@ func (c *caseRun) catchUp() error {
 // set them again matched the reference's then. It reports whether it
 // attached one. c.checkMu is held.
 func (c *caseRun) alternativeReference(tr *properties.Trace, verdicts []properties.Verdict) (bool, error) {
-	p := c.spec.referenced()
+	p := c.spec.Referenced()
 	i := slices.IndexFunc(c.spec.Properties, func(q properties.Property) bool { return q == properties.Property(p) })
 	// The end state is judged after the heal (before it, only the claims
 	// deleted, which no other reference changes).

@@ -109,9 +109,9 @@ func asReferenceNamed(plan, named []faults.Step, nodes int) (out []faults.Step, 
 // modulo is i modulo n, from 0 to n-1 (as caseRun.node picks a node).
 func modulo(i, n int) int { return (i%n + n) % n }
 
-// referenced is the spec's property judged against a reference run, or
+// Referenced is the spec's property judged against a reference run, or
 // nil.
-func (s Spec) referenced() properties.Referenced {
+func (s Spec) Referenced() properties.Referenced {
 	for _, p := range s.Properties {
 		if r, ok := p.(properties.Referenced); ok {
 			return r

@@ -135,7 +135,7 @@ func run(ctx context.Context, env *Env, spec Spec, plan []faults.Step, judged fu
 	var reference *properties.ReferenceRun
 	var skip []int // the user changes the reference run could not make
 	var referenceLine string
-	if p := spec.referenced(); p != nil {
+	if p := spec.Referenced(); p != nil {
 		var namespace string
 		var named []faults.Step
 		var referenceTornDown func()

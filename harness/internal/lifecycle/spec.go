@@ -143,7 +143,7 @@ func (s Spec) validate() error {
 // validateReference checks that a property judged against a reference
 // run compares kinds the case observes.
 func (s Spec) validateReference() []error {
-	p := s.referenced()
+	p := s.Referenced()
 	if p == nil || len(p.ReferenceKinds()) == 0 {
 		return nil
 	}

@@ -5,13 +5,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubeprop/kubeprop/faults"
 	"github.com/kubeprop/kubeprop/harness/internal/lifecycle"
-	"github.com/kubeprop/kubeprop/properties"
 )
 
 // Finding is harness.Finding: see its documentation there.
@@ -117,10 +115,7 @@ func (s *searcher) withoutFaults(rep *Report, deadline time.Time) *Report {
 		return rep
 	}
 	ref := rep.Trace.Reference
-	if ref == nil || ref.FailedProperty == "" || !slices.ContainsFunc(s.spec.Properties, func(p properties.Property) bool {
-		_, ok := p.(properties.Referenced)
-		return ok && p.Name() == rep.Failures[0].Property
-	}) {
+	if p := s.spec.Referenced(); p == nil || p.Name() != rep.Failures[0].Property || ref == nil || ref.FailedProperty == "" {
 		return rep
 	}
 	plan := lifecycle.ReferenceSteps(rep.Plan, lifecycle.WithDefaults(s.spec).Nodes)
