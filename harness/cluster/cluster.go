@@ -217,7 +217,12 @@ func (c *Cluster) startControlPlane() error {
 		// A simulated node's hostname resolves nowhere: the API server
 		// reaches its kubelet endpoint (pods/exec) at its InternalIP.
 		Set("kubelet-preferred-address-types", "InternalIP").
-		Set("service-cluster-ip-range", ServiceNetwork)
+		Set("service-cluster-ip-range", ServiceNetwork).
+		// On SIGTERM, end the open watches: a stop while cases run (^C
+		// in a search) otherwise waits for their informers, whose watches
+		// hold the HTTP server's graceful shutdown until the stop's
+		// timeout (30 s), and then kills it.
+		Set("shutdown-watch-termination-grace-period", "2s")
 
 	c.env = &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{

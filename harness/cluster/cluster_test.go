@@ -22,6 +22,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -336,5 +337,21 @@ func TestStartWaitsOutCRDCreateHold(t *testing.T) {
 		require.NotNil(t, established, "CRD %s is not established", crd.Name)
 		require.GreaterOrEqual(t, time.Since(established.LastTransitionTime.Time), crdCreateHold,
 			"CRD %s: a create of its objects would be held", crd.Name)
+	}
+}
+
+// TestStopEndsOpenWatches: a cluster stopped while a client still watches
+// (a search cut short by ^C, its cases' informers running) stops cleanly:
+// the API server ends the watch rather than waiting on it until the stop
+// times out and kills it.
+func TestStopEndsOpenWatches(t *testing.T) {
+	c, err := Start(context.Background(), Options{TimeScale: 10})
+	require.NoError(t, err)
+	defer func() { _ = c.Stop() }() // on a failure before the Stop below
+	w, err := kubernetes.NewForConfigOrDie(c.Config()).CoreV1().Namespaces().Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	require.NoError(t, c.Stop(), "stopping the cluster with a watch open")
+	for range w.ResultChan() { // until the server's end closes it
 	}
 }
