@@ -7,9 +7,9 @@
 // observed.
 //
 // Bug class: unobserved state, a generation marked observed that no
-// reconcile acted on. Revealed by two changes of spec.replicas a few
-// milliseconds apart (a burst of user changes with no settle between
-// them: [Burst{Steps: [ScaleChange 5, ScaleChange 2], GapMs: 50}]): the
+// reconcile acted on. Revealed by two changes of spec.replicas less than
+// a roll-out apart (a burst of user changes with no settle between
+// them: [Burst{Steps: [ScaleChange 5, ScaleChange 2], GapMs: 200}]): the
 // reconcile acts on the first, marks the second observed, and no later
 // reconcile touches the StatefulSet, which keeps the first value. A burst
 // whose second change comes before the reconcile read the first (a gap of
