@@ -76,7 +76,7 @@ func (tr *Trace) restingSince() (time.Time, bool) {
 	var lastWrite, prevFailed *Request
 	for i := range tr.Requests {
 		r := &tr.Requests[i]
-		if tr.Controller == "" || r.User != tr.Controller || r.Verb == "watch" || r.Resource == "events" || r.Resource == "leases" {
+		if tr.Controller == "" || r.User != tr.Controller || r.Verb == "watch" || r.bookkeeping() {
 			continue
 		}
 		later(r.At)

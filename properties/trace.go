@@ -182,11 +182,14 @@ type Request struct {
 
 // ChangesState reports whether r writes an object of the cluster's state:
 // a create, update, patch, delete or deletecollection, not of a lease nor
-// an Event (a leader renewing its lease, a record of what happened: every
-// healthy controller keeps making them).
+// an Event.
 func (r Request) ChangesState() bool {
-	return isWrite(r.Verb) && r.Resource != "leases" && r.Resource != "events"
+	return isWrite(r.Verb) && !r.bookkeeping()
 }
+
+// bookkeeping: r is of a lease or an Event (a leader renewing its lease, a
+// record of what happened), which every healthy controller keeps making.
+func (r Request) bookkeeping() bool { return r.Resource == "leases" || r.Resource == "events" }
 
 // ResourcePath is the request's resource and subresource, as
 // "pods/status".
