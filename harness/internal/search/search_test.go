@@ -233,20 +233,21 @@ func TestFailedReferenceShrunkAsItsProperty(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		// failedProperty: the property the reference run failed ("": it
-		// passed); reproduces: the reference's plan fails it as a case.
+		// passed); reproduces: the reference's plan fails it as a case;
+		// ranInSearch: the search ran that plan first, and it passed.
 		failedProperty string
 		reproduces     bool
+		ranInSearch    bool
 		want           []faults.Step
 		wantProperty   string
 	}{
-		{"reference failed", "quiescent", true, scalePlan(0), "quiescent"},
-		{"reference failed, its plan drawn", "quiescent", true, scalePlan(0), "quiescent"},
-		{"reference passed", "", true, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
-		{"its plan passes as a case", "quiescent", false, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
+		{"reference failed", "quiescent", true, false, scalePlan(0), "quiescent"},
+		{"reference failed, its plan drawn", "quiescent", true, true, scalePlan(0), "quiescent"},
+		{"reference passed", "", true, false, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
+		{"its plan passes as a case", "quiescent", false, false, []faults.Step{kill, scaleTo(0)}, properties.MatchesReferenceName},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &searcher{spec: Spec{Properties: []properties.Property{quiescent, reference}}, opts: SearchOptions{Parallel: 4}, runs: map[string]int{}}
-			drawnFirst := strings.HasSuffix(c.name, "its plan drawn")
 			cases := standIn(s, func(plan []faults.Step, run int) *Report {
 				rep := &Report{Plan: plan, Trace: &properties.Trace{}}
 				switch {
@@ -256,12 +257,12 @@ func TestFailedReferenceShrunkAsItsProperty(t *testing.T) {
 					if c.failedProperty != "" {
 						rep.Trace.Reference = &properties.ReferenceRun{Failed: errors.New("writes went on"), FailedProperty: c.failedProperty}
 					}
-				case c.reproduces && !(drawnFirst && run == 1):
+				case c.reproduces && !(c.ranInSearch && run == 1):
 					rep.Failures = []Failure{{Property: "quiescent"}}
 				}
 				return rep
 			})
-			if drawnFirst {
+			if c.ranInSearch {
 				// The search ran the reference's plan, which passed then.
 				_, rep, err := s.firstFailing([][]faults.Step{{scaleTo(3), scaleTo(0)}}, "", time.Time{}, 1, false)
 				require.NoError(t, err)
