@@ -324,11 +324,12 @@ func TestScaledFlags(t *testing.T) {
 // custom resource for 2 s while its CRD was established less than 2 s
 // before (customresource_handler.go); Start returns only once that is
 // over, so a case's fixtures are not held. The check is the server's own,
-// on the condition it stores.
+// on the condition it stores. Then stopEndsOpenWatches, on the same
+// cluster.
 func TestStartWaitsOutCRDCreateHold(t *testing.T) {
 	c, err := Start(context.Background(), Options{TimeScale: 10, CRDDirectoryPaths: []string{filepath.Join("..", "testdata", "crds")}})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Stop()) }()
+	defer func() { _ = c.Stop() }() // on a failure before the Stop below
 	crds, err := apiextensionsclient.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions().List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, crds.Items)
@@ -338,16 +339,14 @@ func TestStartWaitsOutCRDCreateHold(t *testing.T) {
 		require.GreaterOrEqual(t, time.Since(established.LastTransitionTime.Time), crdCreateHold,
 			"CRD %s: a create of its objects would be held", crd.Name)
 	}
+	t.Run("stop ends open watches", func(t *testing.T) { stopEndsOpenWatches(t, c) })
 }
 
-// TestStopEndsOpenWatches: a cluster stopped while a client still watches
-// (a search cut short by ^C, its cases' informers running) stops cleanly:
+// stopEndsOpenWatches: a cluster stopped while a client still watches (a
+// search cut short by ^C, its cases' informers running) stops cleanly:
 // the API server ends the watch rather than waiting on it until the stop
-// times out and kills it.
-func TestStopEndsOpenWatches(t *testing.T) {
-	c, err := Start(context.Background(), Options{TimeScale: 10})
-	require.NoError(t, err)
-	defer func() { _ = c.Stop() }() // on a failure before the Stop below
+// times out and kills it. It stops c.
+func stopEndsOpenWatches(t *testing.T, c *Cluster) {
 	w, err := kubernetes.NewForConfigOrDie(c.Config()).CoreV1().Namespaces().Watch(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
