@@ -29,6 +29,21 @@ type LooksBack interface {
 	LooksBack() bool
 }
 
+// Lasting is a step that holds its place in a plan for long, whatever the
+// controller does: a node loss until its pods' eviction (about 20 s on
+// the hollow cluster), a conflicting writer through its rounds (a settle
+// each). What comes after it in the plan comes that much later.
+type Lasting interface {
+	Step
+	Lasts() bool
+}
+
+// Lasts reports whether s is a Lasting step that lasts.
+func Lasts(s Step) bool {
+	l, ok := s.(Lasting)
+	return ok && l.Lasts()
+}
+
 // ActsOnNext is a step whose effect is on the user change right after
 // it: a crash after the first write of any kind falls in the reconcile
 // that change provokes, right after its first write.

@@ -207,3 +207,21 @@ func TestAimedPlans(t *testing.T) {
 		require.Len(t, plan, 1, "no user change: the aimed step alone")
 	}
 }
+
+// TestLastingSteps: a node loss lasts until its eviction and a persistent
+// conflicting writer through its rounds; a single write, the armed steps
+// and a user change do not.
+func TestLastingSteps(t *testing.T) {
+	for _, c := range []struct {
+		step  Step
+		lasts bool
+	}{
+		{NodeLossStep{Node: 1}, true},
+		{ConflictingWriterStep{Field: "spec.replicas", Rounds: 5}, true},
+		{ConflictingWriterStep{Field: "spec.replicas", Rounds: 1}, false},
+		{APIErrorsStep{Error: Conflict, Requests: 30}, false},
+		{ScaleChangeStep{Field: "spec.replicas", Value: 2}, false},
+	} {
+		require.Equal(t, c.lasts, Lasts(c.step), "%s", FormatPlan([]Step{c.step}))
+	}
+}

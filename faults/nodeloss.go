@@ -16,6 +16,9 @@ type NodeLossStep struct {
 
 func (NodeLossStep) Fault() string { return "NodeLoss" }
 
+// Lasts: the step waits out the eviction.
+func (NodeLossStep) Lasts() bool { return true }
+
 func (s NodeLossStep) Apply(ctx context.Context, t Target) error { return t.LoseNode(ctx, s.Node) }
 
 // NodeLoss is the node-loss fault.

@@ -201,30 +201,31 @@ func rotated[T any](gens []T, place uint64) []T {
 // joinedAims draws plan j of n from gens (none: the random plan of its
 // seed) and returns the aims it took: aim j, and, when they fit in
 // maxSteps, the aim n further on (half-way round when gens are fewer than
-// 2n), so that n plans reach the first 2n aims, each once. Of two aims,
-// aim j, the one ranked higher, goes last: the other's change after it
-// would make the controller look again, and undo what the aim left (a
-// status write refused and never retried, a half-done state, what a
-// burst left unobserved), which shows only with no change after it. But
-// when only the other ends in a burst, that one goes last: a burst is a
-// user change, and a change after it is all it needs to be undone.
+// 2n), so that n plans reach the first 2n aims, each once, but for the
+// aims that last (see pairs). Of two aims, the one ranked higher goes
+// last: the other's change after it would make the controller look again,
+// and undo what the aim left (a status write refused and never retried,
+// a half-done state, what a burst left unobserved), which shows only with
+// no change after it. But when only the other ends in a burst, that one
+// goes last: a burst is a user change, and a change after it is all it
+// needs to be undone.
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
+	joined := pairs(gens, n)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 		m := len(gens)
 		if m == 0 {
 			return random.Example(seed), nil
 		}
-		aim := gens[j%m]
-		plan := aim.Example(seed)
 		if m <= 2 {
-			return plan, []*rapid.Generator[[]faults.Step]{aim}
+			aim := gens[j%m]
+			return aim.Example(seed), []*rapid.Generator[[]faults.Step]{aim}
 		}
-		further := n
-		if n == 0 || m < 2*n {
-			further = (m + 1) / 2
+		pair := [2]int{j % m, (j + further(m, n)) % m} // past the n plans
+		if j < len(joined) {
+			pair = joined[j]
 		}
-		other := gens[(j+further)%m]
-		second := other.Example(seed + 1)
+		aim, other := gens[pair[0]], gens[pair[1]]
+		plan, second := aim.Example(seed), other.Example(seed+1)
 		switch {
 		case len(plan)+len(second) > maxSteps:
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
@@ -235,6 +236,96 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 		}
 		return plan, []*rapid.Generator[[]faults.Step]{aim, other}
 	}
+}
+
+// pairs are the aims (indexes into gens, the one ranked higher first)
+// that joinedAims joins in each of n plans: aim j and the aim n further
+// on. But an aim that lasts (a node loss waits out its eviction, a fight
+// its rounds: faults.Lasts) is not joined with an armed one, which acts
+// within seconds of the change after it: ahead of it, the lasting step
+// would hold that back for its whole length, and the search's first
+// failure with it; after it, it would make the controller look again. It
+// moves to a plan whose other aim is not armed (a lasting one first), and
+// that plan's aim that is not lasting takes its place: the armed aim keeps
+// its plan, and so its place in the search. None when gens are 2 or
+// fewer.
+func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
+	m := len(gens)
+	if m <= 2 {
+		return nil
+	}
+	out := make([][2]int, n)
+	for j := range out {
+		out[j] = [2]int{j % m, (j + further(m, n)) % m}
+	}
+	lasts := make([]bool, m)
+	armed := make([]bool, m)
+	for i, g := range gens {
+		plan := g.Example(0)
+		lasts[i], armed[i] = slices.ContainsFunc(plan, faults.Lasts), slices.ContainsFunc(plan, faults.IsArmed)
+	}
+	clash := func(p [2]int) bool {
+		return lasts[p[0]] && armed[p[1]] || lasts[p[1]] && armed[p[0]]
+	}
+	// ranked is a pair of a and b, the one ranked higher (earlier in
+	// gens) first.
+	ranked := func(a, b int) [2]int {
+		if b < a {
+			a, b = b, a
+		}
+		return [2]int{a, b}
+	}
+	for j := range out {
+		if !clash(out[j]) {
+			continue
+		}
+		long, quick := out[j][0], out[j][1] // the lasting aim, and the armed one
+		if !lasts[long] {
+			long, quick = quick, long
+		}
+		// The plan the lasting aim moves to: one whose other aim is not
+		// armed; its aim that is not lasting takes the lasting one's
+		// place, beside the armed one, which keeps its plan. Of those,
+		// the one where no armed aim moves, or moves to an earlier plan,
+		// and then one where the lasting aim joins another lasting one.
+		best, bestAt, bestCost := -1, 0, 0
+		for k := range out {
+			for at, v := range out[k] {
+				u := out[k][1-at]
+				if k == j || armed[v] || lasts[u] || u == quick || v == long {
+					continue
+				}
+				cost := 0
+				if armed[u] {
+					cost = 2
+					if k < j {
+						cost = 4 // a plan later
+					}
+				}
+				if !lasts[v] {
+					cost++
+				}
+				if best < 0 || cost < bestCost {
+					best, bestAt, bestCost = k, at, cost
+				}
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		v, u := out[best][bestAt], out[best][1-bestAt]
+		out[j], out[best] = ranked(quick, u), ranked(long, v)
+	}
+	return out
+}
+
+// further is how far on in m aims the one joined with aim j of n plans
+// is: n, or half-way round when they are fewer than 2n.
+func further(m, n int) int {
+	if n == 0 || m < 2*n {
+		return (m + 1) / 2
+	}
+	return n
 }
 
 // endsInBurst: plan's last step is a burst of user changes.

@@ -313,3 +313,45 @@ func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
 	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale}), faults.FormatPlan(plan), "two aims over maxSteps: the first alone")
 	require.Len(t, aims, 1)
 }
+
+// TestLastingAimsJoinNoArmedOne: a plan does not join an aim that lasts
+// (a node loss waits out its eviction) with an armed one, whose change it
+// would hold back; it moves to the plan of an unarmed aim, the armed aim
+// keeps its plan, and the n plans still reach the first 2n aims, each
+// once.
+func TestLastingAimsJoinNoArmedOne(t *testing.T) {
+	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
+		return rapid.Just(plan)
+	}
+	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
+	refused := steps(faults.APIErrorsStep{Error: faults.InternalError, Requests: 30}, scale)
+	timeouts := steps(faults.APIErrorsStep{Error: faults.Timeout, Requests: 30}, scale)
+	crash := steps(faults.CrashAfterWriteStep{Writes: 1}, scale)
+	secondCrash := steps(faults.CrashAfterWriteStep{Writes: 2}, scale)
+	lost := steps(scale, faults.NodeLossStep{Node: 1})
+	looping := steps(scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	// As the armed aims come first: aim j joins aim j+3, the node loss
+	// the first crash.
+	gens := []*rapid.Generator[[]faults.Step]{refused, crash, timeouts, secondCrash, lost, looping}
+	draw := joinedAims(gens, 3, 5, nil)
+	reached := map[*rapid.Generator[[]faults.Step]]int{}
+	for j := range 3 {
+		plan, aims := draw(j, j)
+		require.Len(t, aims, 2, "plan %d", j)
+		for _, g := range aims {
+			reached[g]++
+		}
+		armed := slices.ContainsFunc(plan, faults.IsArmed)
+		lasting := slices.ContainsFunc(plan, faults.Lasts)
+		require.False(t, armed && lasting, "plan %d joins a lasting aim with an armed one: %s", j, faults.FormatPlan(plan))
+	}
+	require.Len(t, reached, 6, "the first 2n aims")
+	for g, n := range reached {
+		require.Equal(t, 1, n, "aim %s reached %d times", aimKey(g), n)
+	}
+	_, aims := draw(1, 1)
+	require.Equal(t, []*rapid.Generator[[]faults.Step]{crash, timeouts}, aims, "the armed aim keeps its plan")
+	plan, _ := draw(2, 2)
+	require.Equal(t, faults.FormatPlan([]faults.Step{scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scale, faults.NodeLossStep{Node: 1}}),
+		faults.FormatPlan(plan), "the node loss joins the crash loop, and ranked higher, ends the plan")
+}
