@@ -238,17 +238,15 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 	}
 }
 
-// pairs are the aims (indexes into gens, the one ranked higher first)
-// that joinedAims joins in each of n plans: aim j and the aim n further
-// on. But an aim that lasts (a node loss waits out its eviction, a fight
+// pairs are the aims (indexes into gens) that joinedAims joins in each of
+// n plans: aim j, ranked higher, and the aim n further on. But an aim that lasts (a node loss waits out its eviction, a fight
 // its rounds: faults.Lasts) is not joined with an armed one, which acts
 // within seconds of the change after it: ahead of it, the lasting step
 // would hold that back for its whole length, and the search's first
 // failure with it; after it, it would make the controller look again. It
 // moves to a plan whose other aim is not armed (a lasting one first), and
 // that plan's aim that is not lasting takes its place: the armed aim keeps
-// its plan, and so its place in the search. None when gens are 2 or
-// fewer.
+// its plan, its place in it and its draw. None when gens are 2 or fewer.
 func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	m := len(gens)
 	if m <= 2 {
@@ -267,31 +265,24 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	clash := func(p [2]int) bool {
 		return lasts[p[0]] && armed[p[1]] || lasts[p[1]] && armed[p[0]]
 	}
-	// ranked is a pair of a and b, the one ranked higher (earlier in
-	// gens) first.
-	ranked := func(a, b int) [2]int {
-		if b < a {
-			a, b = b, a
-		}
-		return [2]int{a, b}
-	}
 	for j := range out {
 		if !clash(out[j]) {
 			continue
 		}
-		long, quick := out[j][0], out[j][1] // the lasting aim, and the armed one
-		if !lasts[long] {
-			long, quick = quick, long
+		at := 0 // the lasting aim's place in the pair
+		if !lasts[out[j][0]] {
+			at = 1
 		}
+		long, quick := out[j][at], out[j][1-at] // the lasting aim, and the armed one
 		// The plan the lasting aim moves to: one whose other aim is not
 		// armed; its aim that is not lasting takes the lasting one's
 		// place, beside the armed one, which keeps its plan. Of those,
 		// the one where no armed aim moves, or moves to an earlier plan,
 		// and then one where the lasting aim joins another lasting one.
-		best, bestAt, bestCost := -1, 0, 0
+		best, bestAt, bestCost := -1, 0, 0 // the plan, and the place of its aim that stays
 		for k := range out {
-			for at, v := range out[k] {
-				u := out[k][1-at]
+			for stays, v := range out[k] {
+				u := out[k][1-stays]
 				if k == j || armed[v] || lasts[u] || u == quick || v == long {
 					continue
 				}
@@ -306,15 +297,16 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 					cost++
 				}
 				if best < 0 || cost < bestCost {
-					best, bestAt, bestCost = k, at, cost
+					best, bestAt, bestCost = k, stays, cost
 				}
 			}
 		}
 		if best < 0 {
 			continue
 		}
-		v, u := out[best][bestAt], out[best][1-bestAt]
-		out[j], out[best] = ranked(quick, u), ranked(long, v)
+		// Each takes the other's place: the armed aim's own draw and
+		// order stay as they were.
+		out[j][at], out[best][1-bestAt] = out[best][1-bestAt], long
 	}
 	return out
 }
