@@ -31,8 +31,10 @@ type LooksBack interface {
 
 // Lasting is a step that holds its place in a plan for long, whatever the
 // controller does: a node loss until its pods' eviction (about 20 s on
-// the hollow cluster), a conflicting writer through its rounds (a settle
-// each). What comes after it in the plan comes that much later.
+// the hollow cluster). What comes after it in the plan comes that much
+// later. A conflicting writer is not one: its rounds last as long as the
+// controller fights back (7 s against one that does, under a second
+// against one that does not), which is what it tests.
 type Lasting interface {
 	Step
 	Lasts() bool

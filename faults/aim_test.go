@@ -208,16 +208,16 @@ func TestAimedPlans(t *testing.T) {
 	}
 }
 
-// TestLastingSteps: a node loss lasts until its eviction and a persistent
-// conflicting writer through its rounds; a single write, the armed steps
-// and a user change do not.
+// TestLastingSteps: a node loss lasts until its eviction; a conflicting
+// writer (as long as the controller fights back), an armed step and a user
+// change do not.
 func TestLastingSteps(t *testing.T) {
 	for _, c := range []struct {
 		step  Step
 		lasts bool
 	}{
 		{NodeLossStep{Node: 1}, true},
-		{ConflictingWriterStep{Field: "spec.replicas", Rounds: 5}, true},
+		{ConflictingWriterStep{Field: "spec.replicas", Rounds: 5}, false},
 		{ConflictingWriterStep{Field: "spec.replicas", Rounds: 1}, false},
 		{APIErrorsStep{Error: Conflict, Requests: 30}, false},
 		{ScaleChangeStep{Field: "spec.replicas", Value: 2}, false},

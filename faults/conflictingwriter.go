@@ -31,9 +31,6 @@ type ConflictingWriterStep struct {
 
 func (ConflictingWriterStep) Fault() string { return "ConflictingWriter" }
 
-// Lasts: a persistent co-owner writes again after each settle.
-func (s ConflictingWriterStep) Lasts() bool { return s.Rounds > 1 }
-
 func (s ConflictingWriterStep) Apply(ctx context.Context, t Target) error {
 	var obj client.Object
 	if s.Selector != "" {
