@@ -239,14 +239,15 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 }
 
 // pairs are the aims (indexes into gens) that joinedAims joins in each of
-// n plans: aim j, ranked higher, and the aim n further on. But an aim that lasts (a node loss waits out its eviction, a fight
-// its rounds: faults.Lasts) is not joined with an armed one, which acts
-// within seconds of the change after it: ahead of it, the lasting step
-// would hold that back for its whole length, and the search's first
-// failure with it; after it, it would make the controller look again. It
-// moves to a plan whose other aim is not armed (a lasting one first), and
-// that plan's aim that is not lasting takes its place: the armed aim keeps
-// its plan, its place in it and its draw. None when gens are 2 or fewer.
+// n plans: aim j, ranked higher, and the aim n further on. But an aim that
+// lasts (a node loss waits out its eviction: faults.Lasts) is not joined
+// with an armed one, which acts within seconds of the change after it:
+// ahead of it, the lasting step would hold that back for its whole
+// length, and the search's first failure with it; after it, it would make
+// the controller look again. It moves to a plan whose other aim is not
+// armed (a lasting one first), and that plan's aim that is not lasting
+// takes its place: the armed aim keeps its plan, its place in it and its
+// draw. None when gens are 2 or fewer.
 func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	m := len(gens)
 	if m <= 2 {
