@@ -220,7 +220,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 			aim := gens[j%m]
 			return aim.Example(seed), []*rapid.Generator[[]faults.Step]{aim}
 		}
-		pair := [2]int{j % m, (j + further(m, n)) % m} // past the n plans
+		pair := basePair(j, m, n) // past the n plans
 		if j < len(joined) {
 			pair = joined[j]
 		}
@@ -255,7 +255,7 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	}
 	out := make([][2]int, n)
 	for j := range out {
-		out[j] = [2]int{j % m, (j + further(m, n)) % m}
+		out[j] = basePair(j, m, n)
 	}
 	lasts := make([]bool, m)
 	armed := make([]bool, m)
@@ -312,13 +312,14 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	return out
 }
 
-// further is how far on in m aims the one joined with aim j of n plans
-// is: n, or half-way round when they are fewer than 2n.
-func further(m, n int) int {
+// basePair is plan j's two aims of m, in n plans: aim j and the aim n
+// further on, or half-way round when they are fewer than 2n.
+func basePair(j, m, n int) [2]int {
+	further := n
 	if n == 0 || m < 2*n {
-		return (m + 1) / 2
+		further = (m + 1) / 2
 	}
-	return n
+	return [2]int{j % m, (j + further) % m}
 }
 
 // endsInBurst: plan's last step is a burst of user changes.
