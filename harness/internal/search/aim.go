@@ -208,7 +208,10 @@ func rotated[T any](gens []T, place uint64) []T {
 // a half-done state, what a burst left unobserved), which shows only with
 // no change after it. But when only the other ends in a burst, that one
 // goes last: a burst is a user change, and a change after it is all it
-// needs to be undone.
+// needs to be undone. And an aim that lasts goes last but before a
+// burst: ahead, it would hold the other's steps back for its whole
+// length, and the other's change after it would replace what it left (a
+// Recreate or a scale after a node loss, the pods it left terminating).
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 	joined := pairs(gens, n)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
@@ -229,7 +232,8 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 		switch {
 		case len(plan)+len(second) > maxSteps:
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
-		case endsInBurst(second) && !endsInBurst(plan):
+		case endsInBurst(second) && !endsInBurst(plan),
+			lasts(second) && !lasts(plan) && !endsInBurst(plan):
 			plan = append(plan, second...)
 		default:
 			plan = append(second, plan...)
@@ -244,10 +248,11 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 // with an armed one, which acts within seconds of the change after it:
 // ahead of it, the lasting step would hold that back for its whole
 // length, and the search's first failure with it; after it, it would make
-// the controller look again. It moves to a plan whose other aim is not
-// armed (a lasting one first), and that plan's aim that is not lasting
-// takes its place: the armed aim keeps its plan, its place in it and its
-// draw. None when gens are 2 or fewer.
+// the controller look again. Nor with a burst, which ends its plan: the
+// burst's changes after the lasting step would replace what it left. It
+// moves to a plan whose other aim is neither (a lasting one first), and
+// that plan's aim that is not lasting takes its place: the armed aim keeps
+// its plan, its place in it and its draw. None when gens are 2 or fewer.
 func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	m := len(gens)
 	if m <= 2 {
@@ -257,34 +262,37 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 	for j := range out {
 		out[j] = basePair(j, m, n)
 	}
-	lasts := make([]bool, m)
+	lasting := make([]bool, m)
 	armed := make([]bool, m)
+	spoils := make([]bool, m) // what a lasting aim is not joined with
 	for i, g := range gens {
 		plan := g.Example(0)
-		lasts[i], armed[i] = slices.ContainsFunc(plan, faults.Lasts), slices.ContainsFunc(plan, faults.IsArmed)
+		lasting[i], armed[i] = lasts(plan), slices.ContainsFunc(plan, faults.IsArmed)
+		spoils[i] = armed[i] || endsInBurst(plan)
 	}
 	clash := func(p [2]int) bool {
-		return lasts[p[0]] && armed[p[1]] || lasts[p[1]] && armed[p[0]]
+		return lasting[p[0]] && spoils[p[1]] || lasting[p[1]] && spoils[p[0]]
 	}
 	for j := range out {
 		if !clash(out[j]) {
 			continue
 		}
 		at := 0 // the lasting aim's place in the pair
-		if !lasts[out[j][0]] {
+		if !lasting[out[j][0]] {
 			at = 1
 		}
-		long, quick := out[j][at], out[j][1-at] // the lasting aim, and the armed one
-		// The plan the lasting aim moves to: one whose other aim is not
-		// armed; its aim that is not lasting takes the lasting one's
-		// place, beside the armed one, which keeps its plan. Of those,
-		// the one where no armed aim moves, or moves to an earlier plan,
-		// and then one where the lasting aim joins another lasting one.
+		long, quick := out[j][at], out[j][1-at] // the lasting aim, and the armed one or the burst
+		// The plan the lasting aim moves to: one whose other aim is
+		// neither armed nor a burst; its aim that is not lasting takes
+		// the lasting one's place, beside the armed one or the burst,
+		// which keeps its plan. Of those, the one where no armed aim moves, or moves to
+		// an earlier plan, and then one where the lasting aim joins
+		// another lasting one.
 		best, bestAt, bestCost := -1, 0, 0 // the plan, and the place of its aim that stays
 		for k := range out {
 			for stays, v := range out[k] {
 				u := out[k][1-stays]
-				if k == j || armed[v] || lasts[u] || u == quick || v == long {
+				if k == j || spoils[v] || lasting[u] || u == quick || v == long {
 					continue
 				}
 				cost := 0
@@ -294,7 +302,7 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 						cost = 4 // a plan later
 					}
 				}
-				if !lasts[v] {
+				if !lasting[v] {
 					cost++
 				}
 				if best < 0 || cost < bestCost {
@@ -321,6 +329,9 @@ func basePair(j, m, n int) [2]int {
 	}
 	return [2]int{j % m, (j + further) % m}
 }
+
+// lasts: plan holds a step that lasts (faults.Lasts).
+func lasts(plan []faults.Step) bool { return slices.ContainsFunc(plan, faults.Lasts) }
 
 // endsInBurst: plan's last step is a burst of user changes.
 func endsInBurst(plan []faults.Step) bool {

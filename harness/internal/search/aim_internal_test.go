@@ -355,3 +355,28 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 	require.Equal(t, faults.FormatPlan([]faults.Step{scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scale, faults.NodeLossStep{Node: 1}}),
 		faults.FormatPlan(plan), "the node loss joins the crash loop, and ranked higher, ends the plan")
 }
+
+// TestLastingAimGoesLastAndJoinsNoBurst: an aim that lasts is not joined
+// with a burst, whose changes after it would replace what it left; and
+// joined with another aim, it goes last, whatever their ranks.
+func TestLastingAimGoesLastAndJoinsNoBurst(t *testing.T) {
+	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
+		return rapid.Just(plan)
+	}
+	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
+	burst := steps(faults.BurstStep{Steps: []faults.Step{scale, scale}})
+	looping := steps(scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	lost := steps(scale, faults.NodeLossStep{Node: 1})
+	fight := steps(faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5})
+	// Aim j joins aim j+2: the burst the node loss, moved to the crash
+	// loop's plan; the fight takes its place.
+	draw := joinedAims([]*rapid.Generator[[]faults.Step]{burst, looping, lost, fight}, 2, 5, nil)
+	plan, aims := draw(0, 0)
+	require.Equal(t, []*rapid.Generator[[]faults.Step]{burst, fight}, aims)
+	require.Equal(t, faults.FormatPlan([]faults.Step{faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5},
+		faults.BurstStep{Steps: []faults.Step{scale, scale}}}), faults.FormatPlan(plan))
+	plan, aims = draw(1, 1)
+	require.Equal(t, []*rapid.Generator[[]faults.Step]{looping, lost}, aims)
+	require.Equal(t, faults.FormatPlan([]faults.Step{scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scale, faults.NodeLossStep{Node: 1}}),
+		faults.FormatPlan(plan), "the node loss last, though ranked lower")
+}
