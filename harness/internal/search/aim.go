@@ -285,9 +285,9 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 		// The plan the lasting aim moves to: one whose other aim is
 		// neither armed nor a burst; its aim that is not lasting takes
 		// the lasting one's place, beside the armed one or the burst,
-		// which keeps its plan. Of those, the one where no armed aim moves, or moves to
-		// an earlier plan, and then one where the lasting aim joins
-		// another lasting one.
+		// which keeps its plan. Of those, the one where no armed aim
+		// moves, or moves to an earlier plan, and then one where the
+		// lasting aim joins another lasting one.
 		best, bestAt, bestCost := -1, 0, 0 // the plan, and the place of its aim that stays
 		for k := range out {
 			for stays, v := range out[k] {

@@ -291,26 +291,22 @@ func TestViewsIntoTheBusiestChangeFirst(t *testing.T) {
 // after it (a refused status write that a later change would retry);
 // but a burst ends the plan whichever aim it is.
 func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
-	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
-		return rapid.Just(plan)
-	}
 	refused := faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000, Verb: "patch", Resource: "widgets/status"}
-	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
 	crash := faults.CrashAfterWriteStep{Verb: "create", Resource: "pods", Writes: 1}
-	burst := faults.BurstStep{Steps: []faults.Step{scale, scale}}
+	burst := faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}}
 	gens := []*rapid.Generator[[]faults.Step]{
-		steps(refused, scale), steps(crash, scale), steps(burst), steps(scale, crash, scale, scale), steps(refused),
+		aimOf(refused, scaleToTwo), aimOf(crash, scaleToTwo), aimOf(burst), aimOf(scaleToTwo, crash, scaleToTwo, scaleToTwo), aimOf(refused),
 	}
 	draw := joinedAims(gens, 2, 5, nil) // aim j joins aim j+2
 	plan, aims := draw(4, 1)
-	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale, refused}), faults.FormatPlan(plan), "the higher-ranked aim last")
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scaleToTwo, refused}), faults.FormatPlan(plan), "the higher-ranked aim last")
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{gens[4], gens[1]}, aims)
 	plan, _ = draw(2, 2)
 	require.Equal(t, faults.FormatPlan([]faults.Step{refused, burst}), faults.FormatPlan(plan))
 	plan, _ = draw(0, 3)
-	require.Equal(t, faults.FormatPlan([]faults.Step{refused, scale, burst}), faults.FormatPlan(plan), "the other aim's burst last")
+	require.Equal(t, faults.FormatPlan([]faults.Step{refused, scaleToTwo, burst}), faults.FormatPlan(plan), "the other aim's burst last")
 	plan, aims = draw(1, 4)
-	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scale}), faults.FormatPlan(plan), "two aims over maxSteps: the first alone")
+	require.Equal(t, faults.FormatPlan([]faults.Step{crash, scaleToTwo}), faults.FormatPlan(plan), "two aims over maxSteps: the first alone")
 	require.Len(t, aims, 1)
 }
 
@@ -320,16 +316,12 @@ func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
 // keeps its plan, and the n plans still reach the first 2n aims, each
 // once.
 func TestLastingAimsJoinNoArmedOne(t *testing.T) {
-	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
-		return rapid.Just(plan)
-	}
-	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
-	refused := steps(faults.APIErrorsStep{Error: faults.InternalError, Requests: 30}, scale)
-	timeouts := steps(faults.APIErrorsStep{Error: faults.Timeout, Requests: 30}, scale)
-	crash := steps(faults.CrashAfterWriteStep{Writes: 1}, scale)
-	secondCrash := steps(faults.CrashAfterWriteStep{Writes: 2}, scale)
-	lost := steps(scale, faults.NodeLossStep{Node: 1})
-	looping := steps(scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	refused := aimOf(faults.APIErrorsStep{Error: faults.InternalError, Requests: 30}, scaleToTwo)
+	timeouts := aimOf(faults.APIErrorsStep{Error: faults.Timeout, Requests: 30}, scaleToTwo)
+	crash := aimOf(faults.CrashAfterWriteStep{Writes: 1}, scaleToTwo)
+	secondCrash := aimOf(faults.CrashAfterWriteStep{Writes: 2}, scaleToTwo)
+	lost := aimOf(scaleToTwo, faults.NodeLossStep{Node: 1})
+	looping := aimOf(scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
 	// As the armed aims come first: aim j joins aim j+3, the node loss
 	// the first crash.
 	gens := []*rapid.Generator[[]faults.Step]{refused, crash, timeouts, secondCrash, lost, looping}
@@ -352,7 +344,7 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 	_, aims := draw(1, 1)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{crash, timeouts}, aims, "the armed aim keeps its plan")
 	plan, _ := draw(2, 2)
-	require.Equal(t, faults.FormatPlan([]faults.Step{scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scale, faults.NodeLossStep{Node: 1}}),
+	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scaleToTwo, faults.NodeLossStep{Node: 1}}),
 		faults.FormatPlan(plan), "the node loss joins the crash loop, and ranked higher, ends the plan")
 }
 
@@ -360,23 +352,26 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 // with a burst, whose changes after it would replace what it left; and
 // joined with another aim, it goes last, whatever their ranks.
 func TestLastingAimGoesLastAndJoinsNoBurst(t *testing.T) {
-	steps := func(plan ...faults.Step) *rapid.Generator[[]faults.Step] {
-		return rapid.Just(plan)
-	}
-	scale := faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
-	burst := steps(faults.BurstStep{Steps: []faults.Step{scale, scale}})
-	looping := steps(scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
-	lost := steps(scale, faults.NodeLossStep{Node: 1})
-	fight := steps(faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5})
+	burst := aimOf(faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}})
+	looping := aimOf(scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	lost := aimOf(scaleToTwo, faults.NodeLossStep{Node: 1})
+	fightStep := faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5}
+	fight := aimOf(fightStep)
 	// Aim j joins aim j+2: the burst the node loss, moved to the crash
 	// loop's plan; the fight takes its place.
 	draw := joinedAims([]*rapid.Generator[[]faults.Step]{burst, looping, lost, fight}, 2, 5, nil)
 	plan, aims := draw(0, 0)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{burst, fight}, aims)
-	require.Equal(t, faults.FormatPlan([]faults.Step{faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5},
-		faults.BurstStep{Steps: []faults.Step{scale, scale}}}), faults.FormatPlan(plan))
+	require.Equal(t, faults.FormatPlan([]faults.Step{fightStep, faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}}}),
+		faults.FormatPlan(plan))
 	plan, aims = draw(1, 1)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{looping, lost}, aims)
-	require.Equal(t, faults.FormatPlan([]faults.Step{scale, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scale, faults.NodeLossStep{Node: 1}}),
+	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scaleToTwo, faults.NodeLossStep{Node: 1}}),
 		faults.FormatPlan(plan), "the node loss last, though ranked lower")
 }
+
+// aimOf is an aim that always draws plan.
+func aimOf(plan ...faults.Step) *rapid.Generator[[]faults.Step] { return rapid.Just(plan) }
+
+// scaleToTwo is the user change of the joining tests' aims.
+var scaleToTwo = faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
