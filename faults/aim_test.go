@@ -34,6 +34,7 @@ func TestAimedPlans(t *testing.T) {
 	// late), ConflictingWriter 1, Burst 1 (of ScaleChange).
 	require.Len(t, gens, 16)
 	aimed := map[string]int{}
+	gaps := map[int]bool{} // an aimed burst's, drawn
 	changeAfter := map[string]int{} // by fault
 	for i, gen := range gens {
 		for seed := range 50 {
@@ -41,7 +42,8 @@ func TestAimedPlans(t *testing.T) {
 			// A burst aimed ends its plan, a change before it one time in two.
 			if b, ok := plan[len(plan)-1].(BurstStep); ok && len(plan) <= 2 && IsUserChange(plan[0]) {
 				require.Len(t, b.Steps, 2, "aim %d: %s", i, FormatPlan(plan))
-				require.True(t, b.GapMs >= 20 && b.GapMs <= 100, "a burst's worth apart: %s", FormatPlan(plan))
+				require.Contains(t, aimedGapsMs, b.GapMs, "a burst's worth apart: %s", FormatPlan(plan))
+				gaps[b.GapMs] = true
 				require.IsType(t, ScaleChangeStep{}, b.Steps[0])
 				aimed["Burst"]++
 				continue
@@ -98,6 +100,7 @@ func TestAimedPlans(t *testing.T) {
 		}
 	}
 	require.Len(t, aimed, 16, "every aim: %v", aimed)
+	require.Greater(t, len(gaps), len(aimedGapsMs)/2, "an aimed burst's gaps, over 50 draws: %v", gaps)
 	for aim, n := range aimed {
 		require.Equal(t, 50, n, aim)
 	}

@@ -260,10 +260,8 @@ func (f burst) Steps(c Config) *rapid.Generator[Step] {
 
 var _ Aimer = burst{}
 
-// Aims: two changes of each of its faults, a burst's worth apart (20 to
-// 100 ms: the controller has read the first when the second lands, as a
-// change marked seen while an earlier one is acted on needs), of values
-// that differ when the fault draws more than one.
+// Aims: two changes of each of its faults, a burst's worth apart (see
+// aimedGapMs), of values that differ when the fault draws more than one.
 func (f burst) Aims(c Config) []*rapid.Generator[Step] {
 	var out []*rapid.Generator[Step]
 	for _, g := range f.of {
@@ -274,10 +272,30 @@ func (f burst) Aims(c Config) []*rapid.Generator[Step] {
 			for try := 0; try < 3 && Format(second) == Format(first); try++ {
 				second = changes.Draw(t, "second")
 			}
-			return BurstStep{Steps: []Step{first, second}, GapMs: rapid.IntRange(20, 100).Draw(t, "gapMs")}
+			return BurstStep{Steps: []Step{first, second}, GapMs: aimedGapMs(t)}
 		}))
 	}
 	return out
+}
+
+// aimedGapsMs are the gaps of an aimed burst, on a ratio scale. A change
+// marked seen while an earlier one is acted on needs the second change to
+// land after the controller read the first and before it is done with
+// it; how soon it reads grows with its queue and the machine's load, from
+// tens of milliseconds idle to hundreds beside fifteen other cases on two
+// cores. Gaps of 20 to 100 ms reached only the quick readers.
+var aimedGapsMs = [8]int{20, 30, 50, 80, 130, 200, 320, 500}
+
+// aimedGapMs draws one of aimedGapsMs, each as often (from fair coin
+// flips: rapid's integers favour the small ones).
+func aimedGapMs(t *rapid.T) int {
+	i := 0
+	for bit := 1; bit < len(aimedGapsMs); bit <<= 1 {
+		if rapid.Bool().Draw(t, "gapMs bit") {
+			i |= bit
+		}
+	}
+	return aimedGapsMs[i]
 }
 
 // Decode reads a burst's steps with its faults and the catalog's.
