@@ -34,7 +34,7 @@ func TestAimedPlans(t *testing.T) {
 	// late), ConflictingWriter 1, Burst 1 (of ScaleChange).
 	require.Len(t, gens, 16)
 	aimed := map[string]int{}
-	gaps := map[int]bool{} // an aimed burst's, drawn
+	gaps := map[int]bool{}          // the aimed bursts' gaps drawn
 	changeAfter := map[string]int{} // by fault
 	for i, gen := range gens {
 		for seed := range 50 {
