@@ -286,17 +286,8 @@ func (f burst) Aims(c Config) []*rapid.Generator[Step] {
 // cores. Gaps of 20 to 100 ms reached only the quick readers.
 var aimedGapsMs = [8]int{20, 30, 50, 80, 130, 200, 320, 500}
 
-// aimedGapMs draws one of aimedGapsMs, each as often (from fair coin
-// flips: rapid's integers favour the small ones).
-func aimedGapMs(t *rapid.T) int {
-	i := 0
-	for bit := 1; bit < len(aimedGapsMs); bit <<= 1 {
-		if rapid.Bool().Draw(t, "gapMs bit") {
-			i |= bit
-		}
-	}
-	return aimedGapsMs[i]
-}
+// aimedGapMs draws one of aimedGapsMs, each as often.
+func aimedGapMs(t *rapid.T) int { return aimedGapsMs[fairIndex(t, len(aimedGapsMs), "gapMs")] }
 
 // Decode reads a burst's steps with its faults and the catalog's.
 func (f burst) Decode(b []byte) (Step, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strings"
@@ -393,19 +394,18 @@ func amount(t *rapid.T, lo, hi int64, near []int64, label string) int64 {
 	return rapid.Int64Range(lo, hi).Draw(t, label)
 }
 
-// fairIndex draws an index below n (at most 4) from fair coin flips:
-// rapid's integers favour the small ones, which would make the last edges
-// rarer than a uniform draw of the value.
+// fairIndex draws an index below n from fair coin flips, its bits high
+// first (two at least): rapid's integers favour the small ones, which
+// would make the last edges rarer than a uniform draw of the value.
 func fairIndex(t *rapid.T, n int, label string) int {
 	if n <= 1 {
 		return 0
 	}
 	i := 0
-	if rapid.Bool().Draw(t, label+" high") && n > 2 {
-		i = 2
-	}
-	if rapid.Bool().Draw(t, label+" odd") {
-		i++
+	for bit := max(2, 1<<(bits.Len(uint(n-1))-1)); bit > 0; bit >>= 1 {
+		if rapid.Bool().Draw(t, label+" bit") {
+			i |= bit
+		}
 	}
 	return i % n
 }
