@@ -321,7 +321,7 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 	crash := aimOf(faults.CrashAfterWriteStep{Writes: 1}, scaleToTwo)
 	secondCrash := aimOf(faults.CrashAfterWriteStep{Writes: 2}, scaleToTwo)
 	lost := aimOf(scaleToTwo, faults.NodeLossStep{Node: 1})
-	looping := aimOf(scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	looping := aimOf(scaleToTwo, crashLooping)
 	// As the armed aims come first: aim j joins aim j+3, the node loss
 	// the first crash.
 	gens := []*rapid.Generator[[]faults.Step]{refused, crash, timeouts, secondCrash, lost, looping}
@@ -344,7 +344,7 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 	_, aims := draw(1, 1)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{crash, timeouts}, aims, "the armed aim keeps its plan")
 	plan, _ := draw(2, 2)
-	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scaleToTwo, faults.NodeLossStep{Node: 1}}),
+	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, crashLooping, scaleToTwo, faults.NodeLossStep{Node: 1}}),
 		faults.FormatPlan(plan), "the node loss joins the crash loop, and ranked higher, ends the plan")
 }
 
@@ -352,8 +352,9 @@ func TestLastingAimsJoinNoArmedOne(t *testing.T) {
 // with a burst, whose changes after it would replace what it left; and
 // joined with another aim, it goes last, whatever their ranks.
 func TestLastingAimGoesLastAndJoinsNoBurst(t *testing.T) {
-	burst := aimOf(faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}})
-	looping := aimOf(scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1})
+	burstStep := faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}}
+	burst := aimOf(burstStep)
+	looping := aimOf(scaleToTwo, crashLooping)
 	lost := aimOf(scaleToTwo, faults.NodeLossStep{Node: 1})
 	fightStep := faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5}
 	fight := aimOf(fightStep)
@@ -362,11 +363,10 @@ func TestLastingAimGoesLastAndJoinsNoBurst(t *testing.T) {
 	draw := joinedAims([]*rapid.Generator[[]faults.Step]{burst, looping, lost, fight}, 2, 5, nil)
 	plan, aims := draw(0, 0)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{burst, fight}, aims)
-	require.Equal(t, faults.FormatPlan([]faults.Step{fightStep, faults.BurstStep{Steps: []faults.Step{scaleToTwo, scaleToTwo}}}),
-		faults.FormatPlan(plan))
+	require.Equal(t, faults.FormatPlan([]faults.Step{fightStep, burstStep}), faults.FormatPlan(plan))
 	plan, aims = draw(1, 1)
 	require.Equal(t, []*rapid.Generator[[]faults.Step]{looping, lost}, aims)
-	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}, scaleToTwo, faults.NodeLossStep{Node: 1}}),
+	require.Equal(t, faults.FormatPlan([]faults.Step{scaleToTwo, crashLooping, scaleToTwo, faults.NodeLossStep{Node: 1}}),
 		faults.FormatPlan(plan), "the node loss last, though ranked lower")
 }
 
@@ -375,3 +375,6 @@ func aimOf(plan ...faults.Step) *rapid.Generator[[]faults.Step] { return rapid.J
 
 // scaleToTwo is the user change of the joining tests' aims.
 var scaleToTwo = faults.UserChangeStep{Name: "ScaleChange", Patch: `{"spec":{"replicas":2}}`}
+
+// crashLooping is the crash loop of the joining tests' aims.
+var crashLooping = faults.CrashLoopStep{Pod: 7, Starts: 5, ExitCode: 1}
