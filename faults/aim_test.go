@@ -166,7 +166,7 @@ func TestAimedPlans(t *testing.T) {
 
 	// Not known: errors answered to every write (a conflict, and one of
 	// the others), a crash after the first write before each user change,
-	// and the aims at what it may make.
+	// and the aims at what it may make, each aimed step first.
 	unknown := AimedPlans(fs, Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}}, 5)
 	require.Len(t, unknown, 17, "the 8 that need no write, APIErrors 2, CrashAfterWrite 3 (before ScaleChange, Burst, Recreate), CrashLoop, NodeLoss, ChildDelete, the pods' watch late")
 	atWrites := map[string]bool{}
@@ -174,6 +174,11 @@ func TestAimedPlans(t *testing.T) {
 	for _, gen := range unknown {
 		for seed := range 20 {
 			plan := gen.Example(seed)
+			// The first wave's aims come first: no change before them, but
+			// the one a restart looks into.
+			if lb, ok := plan[min(1, len(plan)-1)].(LooksBack); !ok || !lb.LooksBack() {
+				require.False(t, IsUserChange(plan[0]) && len(plan) > 1, "not known: no change before the aim: %s", FormatPlan(plan))
+			}
 			if a, ok := plan[0].(AimedAtWrite); ok {
 				require.Equal(t, WriteMatch{}, a.AimedWrite(), "every write: %s", FormatPlan(plan))
 				require.Len(t, plan, 2, "then a user change: %s", FormatPlan(plan))
@@ -226,5 +231,49 @@ func TestLastingSteps(t *testing.T) {
 		{ScaleChangeStep{Field: "spec.replicas", Value: 2}, false},
 	} {
 		require.Equal(t, c.lasts, Lasts(c.step), "%s", FormatPlan([]Step{c.step}))
+	}
+}
+
+// TestAimedSteps: an aim is named by its steps but a change drawn before
+// it; a change a restart looks into is part of the aim. An aim drawn
+// before the writes are known (no change before) is named as the same
+// aim drawn once they are.
+func TestAimedSteps(t *testing.T) {
+	scale := ScaleChangeStep{Field: "spec.replicas", Value: 2}
+	late := StaleWatchStep{DelayMs: 1000, ForMs: 3000, Resource: "pods"}
+	burst := BurstStep{Steps: []Step{scale, scale}, GapMs: 20}
+	into := ControllerRestartStep{Into: 25}
+	for _, c := range []struct{ plan, aim []Step }{
+		{[]Step{scale, late, scale}, []Step{late, scale}},
+		{[]Step{late, scale}, []Step{late, scale}},
+		{[]Step{scale, burst}, []Step{burst}},
+		{[]Step{burst}, []Step{burst}},
+		{[]Step{scale, into, scale}, []Step{scale, into, scale}},
+		{[]Step{CrashAfterWriteStep{Writes: 1}, scale}, []Step{CrashAfterWriteStep{Writes: 1}, scale}},
+	} {
+		require.Equal(t, FormatPlan(c.aim), FormatPlan(AimedSteps(c.plan)), FormatPlan(c.plan))
+	}
+
+	web := &unstructured.Unstructured{}
+	web.SetUnstructuredContent(map[string]any{"apiVersion": "v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(3)}})
+	fs := append(Default(), ConflictingWriter(ConflictOptions{}))
+	names := func(c Config) map[string]bool {
+		out := map[string]bool{}
+		for _, gen := range AimedPlans(fs, c, 5) {
+			for seed := range 10 {
+				out[FormatPlan(AimedSteps(gen.Example(seed)))] = true
+			}
+		}
+		return out
+	}
+	known := names(Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}, WritesKnown: true, Watched: []string{"pods"}})
+	unknown := names(Config{Nodes: 3, Fixtures: 1, Objects: []client.Object{web}})
+	// Its writes known to be none: the aims that need no write, each draw
+	// named as when the writes are not known (the restarts into a change
+	// drawn alike, the others with their change before left out).
+	require.Greater(t, len(known), 40)
+	for name := range known {
+		require.True(t, unknown[name], "named alike before and after the writes are known: %s", name)
 	}
 }

@@ -40,9 +40,12 @@ func aimedPlans(s Spec, p probed) []*rapid.Generator[[]faults.Step] {
 	return faults.AimedPlans(s.Faults, c, s.MaxSteps)
 }
 
-// aimKey names an aim by its generator's first example: the same aim
-// drawn before and after the probe has the same one.
-func aimKey(gen *rapid.Generator[[]faults.Step]) string { return faults.FormatPlan(gen.Example(0)) }
+// aimKey names an aim by its generator's first example, but a change
+// drawn before its aimed step (faults.AimedSteps): the same aim drawn
+// before the probe (with none) and after it has the same one.
+func aimKey(gen *rapid.Generator[[]faults.Step]) string {
+	return faults.FormatPlan(faults.AimedSteps(gen.Example(0)))
+}
 
 // aimsFirst orders gens: the armed aims first (errors, crashes and stale
 // views, which act on what the change after them provokes, seconds after
@@ -201,8 +204,8 @@ func rotated[T any](gens []T, place uint64) []T {
 // joinedAims draws plan j of n from gens (none: the random plan of its
 // seed) and returns the aims it took: aim j, and, when they fit in
 // maxSteps, the aim n further on (half-way round when gens are fewer than
-// 2n), so that n plans reach the first 2n aims, each once, but for the
-// aims that last (see pairs). Of two aims, the one ranked higher goes
+// 2n); adjacent, aims 2j and 2j+1. Either way n plans reach the first 2n
+// aims, each once, but for the aims that last (see pairs). Of two aims, the one ranked higher goes
 // last: the other's change after it would make the controller look again,
 // and undo what the aim left (a status write refused and never retried,
 // a half-done state, what a burst left unobserved), which shows only with
@@ -212,8 +215,8 @@ func rotated[T any](gens []T, place uint64) []T {
 // burst: ahead, it would hold the other's steps back for its whole
 // length, and the other's change after it would replace what it left (a
 // Recreate or a scale after a node loss, the pods it left terminating).
-func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
-	joined := pairs(gens, n)
+func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
+	joined := pairs(gens, n, adjacent)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 		m := len(gens)
 		if m == 0 {
@@ -223,7 +226,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 			aim := gens[j%m]
 			return aim.Example(seed), []*rapid.Generator[[]faults.Step]{aim}
 		}
-		pair := basePair(j, m, n) // past the n plans
+		pair := basePair(j, m, n, adjacent) // past the n plans
 		if j < len(joined) {
 			pair = joined[j]
 		}
@@ -253,14 +256,14 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n, maxSteps int, random 
 // moves to a plan whose other aim is neither (a lasting one first), and
 // that plan's aim that is not lasting takes its place: the armed aim keeps
 // its plan, its place in it and its draw. None when gens are 2 or fewer.
-func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
+func pairs(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool) [][2]int {
 	m := len(gens)
 	if m <= 2 {
 		return nil
 	}
 	out := make([][2]int, n)
 	for j := range out {
-		out[j] = basePair(j, m, n)
+		out[j] = basePair(j, m, n, adjacent)
 	}
 	lasting := make([]bool, m)
 	armed := make([]bool, m)
@@ -321,8 +324,12 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int) [][2]int {
 }
 
 // basePair is plan j's two aims of m, in n plans: aim j and the aim n
-// further on, or half-way round when they are fewer than 2n.
-func basePair(j, m, n int) [2]int {
+// further on, or half-way round when they are fewer than 2n; adjacent,
+// aims 2j and 2j+1, round.
+func basePair(j, m, n int, adjacent bool) [2]int {
+	if adjacent {
+		return [2]int{2 * j % m, (2*j + 1) % m}
+	}
 	further := n
 	if n == 0 || m < 2*n {
 		further = (m + 1) / 2
