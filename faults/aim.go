@@ -55,24 +55,23 @@ type ActsOnNext interface {
 }
 
 // AimedPlans are a plan generator per aim of the faults in fs that are
-// Aimers: the aimed step, then one of the user changes of fs (drawn as
-// they draw them, at the edges of their values one time in two; for a
-// step aimed at a write, one of those that provoked it in the probe,
-// Config.Provoked, when known, as the probe made it: see ProbeChanges),
-// and, but for a step aimed at a write or writes not known, one time in
-// two a user change before it too (a stale view or a restart that lands
-// in what a change left: a re-created object's old children still
-// going). A step
-// that is not Armed acts by itself, and a change after it may undo what
-// it left (a Recreate after a node loss replaces the pods the loss left
-// terminating): its change after is drawn one time in two. An aim
-// whose steps look back (LooksBack) has a plan per user change instead,
-// that change right before it; an aim whose step acts on the next change
-// (ActsOnNext), a plan per user change right after it. An aim that is a
-// user change itself (a burst) ends its plan: a change after it would
-// make the controller look again, and undo what the burst left. A plan of an aim with no user
-// change among fs is the step alone. Within maxSteps. None when no fault
-// of fs aims anywhere.
+// Aimers: the aimed step, then one of the user changes of fs (drawn as they
+// draw them, at the edges of their values one time in two; for a step aimed
+// at a write, one of those that provoked it in the probe, Config.Provoked,
+// when known, as the probe made it: see ProbeChanges), and, but for a step
+// aimed at a write or writes not known, one time in two a user change
+// before it too (a stale view or a restart that lands in what a change
+// left: a re-created object's old children still going). A step that is not
+// Armed acts by itself, and a change after it may undo what it left (a
+// Recreate after a node loss replaces the pods the loss left terminating):
+// its change after is drawn one time in two. An aim whose steps look back
+// (LooksBack) has a plan per user change instead, that change right before
+// it; an aim whose step acts on the next change (ActsOnNext), a plan per
+// user change right after it. An aim that is a user change itself (a burst)
+// ends its plan: a change after it would make the controller look again,
+// and undo what the burst left. A plan of an aim with no user change among
+// fs is the step alone. Within maxSteps. None when no fault of fs aims
+// anywhere.
 func AimedPlans(fs []Fault, c Config, maxSteps int) []*rapid.Generator[[]Step] {
 	var changes []*rapid.Generator[Step]
 	for _, f := range fs {

@@ -205,14 +205,14 @@ func rotated[T any](gens []T, place uint64) []T {
 // seed) and returns the aims it took: aim j, and, when they fit in
 // maxSteps, the aim n further on (half-way round when gens are fewer than
 // 2n); adjacent, aims 2j and 2j+1. Either way n plans reach the first 2n
-// aims, each once, but for the aims that last (see pairs). Of two aims, the one ranked higher goes
-// last: the other's change after it would make the controller look again,
-// and undo what the aim left (a status write refused and never retried,
-// a half-done state, what a burst left unobserved), which shows only with
-// no change after it. But when only the other ends in a burst, that one
-// goes last: a burst is a user change, and a change after it is all it
-// needs to be undone. And an aim that lasts goes last but before a
-// burst: ahead, it would hold the other's steps back for its whole
+// aims, each once, but for the aims that last (see pairs). Of two aims, the
+// one ranked higher goes last: the other's change after it would make the
+// controller look again, and undo what the aim left (a status write refused
+// and never retried, a half-done state, what a burst left unobserved),
+// which shows only with no change after it. But when only the other ends in
+// a burst, that one goes last: a burst is a user change, and a change after
+// it is all it needs to be undone. And an aim that lasts goes last but
+// before a burst: ahead, it would hold the other's steps back for its whole
 // length, and the other's change after it would replace what it left (a
 // Recreate or a scale after a node loss, the pods it left terminating).
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
