@@ -204,7 +204,7 @@ func rotated[T any](gens []T, place uint64) []T {
 // joinedAims draws plan j of n from gens (none: the random plan of its
 // seed) and returns the aims it took: aim j, and, when they fit in
 // maxSteps, the aim n further on (half-way round when gens are fewer than
-// 2n); adjacent, aims 2j and 2j+1. Either way n plans reach the first 2n
+// 2n); joined adjacent, aims 2j and 2j+1. Either way n plans reach the first 2n
 // aims, each once, but for the aims that last (see pairs). Of two aims, the
 // one ranked higher goes last: the other's change after it would make the
 // controller look again, and undo what the aim left (a status write refused
@@ -215,8 +215,8 @@ func rotated[T any](gens []T, place uint64) []T {
 // before a burst: ahead, it would hold the other's steps back for its whole
 // length, and the other's change after it would replace what it left (a
 // Recreate or a scale after a node loss, the pods it left terminating).
-func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
-	joined := pairs(gens, n, adjacent)
+func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, join pairing, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
+	joined := pairs(gens, n, join)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 		m := len(gens)
 		if m == 0 {
@@ -226,7 +226,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool, ma
 			aim := gens[j%m]
 			return aim.Example(seed), []*rapid.Generator[[]faults.Step]{aim}
 		}
-		pair := basePair(j, m, n, adjacent) // past the n plans
+		pair := join.pair(j, m, n) // past the n plans
 		if j < len(joined) {
 			pair = joined[j]
 		}
@@ -256,14 +256,14 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool, ma
 // moves to a plan whose other aim is neither (a lasting one first), and
 // that plan's aim that is not lasting takes its place: the armed aim keeps
 // its plan, its place in it and its draw. None when gens are 2 or fewer.
-func pairs(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool) [][2]int {
+func pairs(gens []*rapid.Generator[[]faults.Step], n int, join pairing) [][2]int {
 	m := len(gens)
 	if m <= 2 {
 		return nil
 	}
 	out := make([][2]int, n)
 	for j := range out {
-		out[j] = basePair(j, m, n, adjacent)
+		out[j] = join.pair(j, m, n)
 	}
 	lasting := make([]bool, m)
 	armed := make([]bool, m)
@@ -323,11 +323,20 @@ func pairs(gens []*rapid.Generator[[]faults.Step], n int, adjacent bool) [][2]in
 	return out
 }
 
-// basePair is plan j's two aims of m, in n plans: aim j and the aim n
-// further on, or half-way round when they are fewer than 2n; adjacent,
-// aims 2j and 2j+1, round.
-func basePair(j, m, n int, adjacent bool) [2]int {
-	if adjacent {
+// pairing is which two of m aims plan j of n joins, before the lasting
+// aims move (see pairs).
+type pairing int
+
+const (
+	// furtherOn: aim j and the aim n further on, or half-way round when
+	// they are fewer than 2n.
+	furtherOn pairing = iota
+	// adjacent: aims 2j and 2j+1, round.
+	adjacent
+)
+
+func (join pairing) pair(j, m, n int) [2]int {
+	if join == adjacent {
 		return [2]int{2 * j % m, (2*j + 1) % m}
 	}
 	further := n

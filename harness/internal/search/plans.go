@@ -97,7 +97,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 	needNoWrite := aimedPlans(s.spec, probed{known: true})
 	if len(unknown) == len(needNoWrite) {
 		// No aim depends on the writes: no probe.
-		fillAimed(joinedAims(rotated(unknown, seed), odd, false, maxSteps, random), 0)
+		fillAimed(joinedAims(rotated(unknown, seed), odd, furtherOn, maxSteps, random), 0)
 		return ps
 	}
 	// Now: the armed aims, those at what the controller may make, then
@@ -114,7 +114,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 	// the other back seconds), and the first wave, which holds only the
 	// first plans when they are many (60: 7 of 15), holds the aims ranked
 	// highest.
-	now := joinedAims(aimsFirst(unknown, noWrite, seed), early, true, maxSteps, random)
+	now := joinedAims(aimsFirst(unknown, noWrite, seed), early, adjacent, maxSteps, random)
 	taken, tried := map[string]bool{}, map[string]int{}
 	for j := range early {
 		plan, aims := now(j, ss[2*j+1])
@@ -131,7 +131,7 @@ func (s *searcher) plans(ctx context.Context) *planSet {
 				rest = append(rest, g)
 			}
 		}
-		fillAimed(joinedAims(rarestFirst(rest, p, tried, seed), odd-early, false, maxSteps, random), early)
+		fillAimed(joinedAims(rarestFirst(rest, p, tried, seed), odd-early, furtherOn, maxSteps, random), early)
 	})
 	return ps
 }
