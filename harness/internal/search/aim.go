@@ -214,7 +214,8 @@ func rotated[T any](gens []T, place uint64) []T {
 // it is all it needs to be undone. And an aim that lasts goes last but
 // before a burst: ahead, it would hold the other's steps back for its whole
 // length, and the other's change after it would replace what it left (a
-// Recreate or a scale after a node loss, the pods it left terminating).
+// Recreate or a scale after a node loss, the pods it left terminating). So
+// does an aim that refuses writes (refuses), whatever their ranks.
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, join pairing, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 	joined := pairs(gens, n, join)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
@@ -236,7 +237,8 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, join pairing, max
 		case len(plan)+len(second) > maxSteps:
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
 		case endsInBurst(second) && !endsInBurst(plan),
-			lasts(second) && !lasts(plan) && !endsInBurst(plan):
+			lasts(second) && !lasts(plan) && !endsInBurst(plan),
+			refuses(second) && !refuses(plan) && !endsInBurst(plan):
 			plan = append(plan, second...)
 		default:
 			plan = append(second, plan...)
@@ -344,6 +346,20 @@ func (join pairing) pair(j, m, n int) [2]int {
 		further = (m + 1) / 2
 	}
 	return [2]int{j % m, (j + further) % m}
+}
+
+// refuses: plan holds an error window over the controller's writes
+// (faults.APIErrorsStep). Ahead of another aim, it refuses the writes that
+// aim needs the controller to make for as long as it lasts, and 30 refused
+// requests outlast a controller that backs off, to the heal: a fight the
+// controller cannot answer passes (a 5-round fight after a window over its
+// patches, in a search of the suite's fightsreplicas), and so does a crash
+// after a write that never goes through.
+func refuses(plan []faults.Step) bool {
+	return slices.ContainsFunc(plan, func(st faults.Step) bool {
+		_, ok := st.(faults.APIErrorsStep)
+		return ok
+	})
 }
 
 // lasts: plan holds a step that lasts (faults.Lasts).

@@ -310,6 +310,29 @@ func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
 	require.Len(t, aims, 1)
 }
 
+// TestRefusedWritesGoLast: of two aims, one that refuses the controller's
+// writes ends the plan, whatever their ranks: ahead, its window would
+// refuse the writes the other aim needs (the fight the controller answers,
+// the create a crash follows), and the other would pass.
+func TestRefusedWritesGoLast(t *testing.T) {
+	refusedStep := faults.APIErrorsStep{Error: faults.TooManyRequests, Requests: 30, Verb: "patch", Resource: "widgets"}
+	fightStep := faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5}
+	crashStep := faults.CrashAfterWriteStep{Writes: 1}
+	refused, fight, crash := aimOf(refusedStep, scaleToTwo), aimOf(fightStep), aimOf(crashStep, scaleToTwo)
+	otherRefused := aimOf(faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000}, scaleToTwo)
+	draw := joinedAims([]*rapid.Generator[[]faults.Step]{fight, refused, crash, otherRefused}, 2, adjacent, 5, nil)
+	plan, _ := draw(0, 0)
+	require.Equal(t, faults.FormatPlan([]faults.Step{fightStep, refusedStep, scaleToTwo}), faults.FormatPlan(plan),
+		"the fight first, though ranked higher")
+	plan, _ = draw(1, 1)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crashStep, scaleToTwo, otherRefused.Example(0)[0], scaleToTwo}), faults.FormatPlan(plan),
+		"the crash first, though ranked higher")
+	draw = joinedAims([]*rapid.Generator[[]faults.Step]{refused, otherRefused, crash}, 1, adjacent, 5, nil)
+	plan, _ = draw(0, 0)
+	require.Equal(t, faults.FormatPlan(slices.Concat(otherRefused.Example(0), refused.Example(0))), faults.FormatPlan(plan),
+		"both refuse: the one ranked higher last")
+}
+
 // TestLastingAimsJoinNoArmedOne: a plan does not join an aim that lasts
 // (a node loss waits out its eviction) with an armed one, whose change it
 // would hold back; it moves to the plan of an unarmed aim, the armed aim
