@@ -311,25 +311,29 @@ func TestJoinedAimsEndWithTheFirstAim(t *testing.T) {
 }
 
 // TestRefusedWritesGoLast: of two aims, one that refuses the controller's
-// writes ends the plan, whatever their ranks: ahead, its window would
-// refuse the writes the other aim needs (the fight the controller answers,
-// the create a crash follows), and the other would pass.
+// writes until it has refused so many ends the plan, whatever their ranks:
+// ahead, its window would refuse the writes the other aim needs (the fight
+// the controller answers, the create a crash follows), and the other would
+// pass. A window of time ends within seconds: the ranks order it.
 func TestRefusedWritesGoLast(t *testing.T) {
 	refusedStep := faults.APIErrorsStep{Error: faults.TooManyRequests, Requests: 30, Verb: "patch", Resource: "widgets"}
+	timedStep := faults.APIErrorsStep{Error: faults.Timeout, ForMs: 4000}
 	fightStep := faults.ConflictingWriterStep{Field: "spec.replicas", Value: 5, Rounds: 5}
 	crashStep := faults.CrashAfterWriteStep{Writes: 1}
-	refused, fight, crash := aimOf(refusedStep, scaleToTwo), aimOf(fightStep), aimOf(crashStep, scaleToTwo)
-	otherRefused := aimOf(faults.APIErrorsStep{Error: faults.Conflict, ForMs: 4000}, scaleToTwo)
-	draw := joinedAims([]*rapid.Generator[[]faults.Step]{fight, refused, crash, otherRefused}, 2, adjacent, 5, nil)
+	refused, timed, fight, crash := aimOf(refusedStep, scaleToTwo), aimOf(timedStep, scaleToTwo), aimOf(fightStep), aimOf(crashStep, scaleToTwo)
+	draw := joinedAims([]*rapid.Generator[[]faults.Step]{fight, refused, crash, timed}, 2, adjacent, 5, nil)
 	plan, _ := draw(0, 0)
 	require.Equal(t, faults.FormatPlan([]faults.Step{fightStep, refusedStep, scaleToTwo}), faults.FormatPlan(plan),
 		"the fight first, though ranked higher")
 	plan, _ = draw(1, 1)
-	require.Equal(t, faults.FormatPlan([]faults.Step{crashStep, scaleToTwo, otherRefused.Example(0)[0], scaleToTwo}), faults.FormatPlan(plan),
+	require.Equal(t, faults.FormatPlan([]faults.Step{timedStep, scaleToTwo, crashStep, scaleToTwo}), faults.FormatPlan(plan),
+		"a window of time: the crash, ranked higher, last")
+	plan, _ = joinedAims([]*rapid.Generator[[]faults.Step]{crash, refused, timed}, 1, adjacent, 5, nil)(0, 0)
+	require.Equal(t, faults.FormatPlan([]faults.Step{crashStep, scaleToTwo, refusedStep, scaleToTwo}), faults.FormatPlan(plan),
 		"the crash first, though ranked higher")
-	draw = joinedAims([]*rapid.Generator[[]faults.Step]{refused, otherRefused, crash}, 1, adjacent, 5, nil)
-	plan, _ = draw(0, 0)
-	require.Equal(t, faults.FormatPlan(slices.Concat(otherRefused.Example(0), refused.Example(0))), faults.FormatPlan(plan),
+	otherStep := faults.APIErrorsStep{Error: faults.InternalError, Requests: 30}
+	plan, _ = joinedAims([]*rapid.Generator[[]faults.Step]{refused, aimOf(otherStep, scaleToTwo), crash}, 1, adjacent, 5, nil)(0, 0)
+	require.Equal(t, faults.FormatPlan([]faults.Step{otherStep, scaleToTwo, refusedStep, scaleToTwo}), faults.FormatPlan(plan),
 		"both refuse: the one ranked higher last")
 }
 
