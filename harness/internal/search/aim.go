@@ -358,8 +358,8 @@ func (join pairing) pair(j, m, n int) [2]int {
 // the suite's fightsreplicas), and so does a crash after a write that never
 // goes through. A window of time (ForMs) ends within seconds, and ahead of
 // the other aim it holds that back no more than a settle would: the ranks
-// order them (ahead, it fails a controller that does not back off 2-3 s
-// sooner than after a stale view and its change).
+// order them (a window of timeouts ahead of a stale view fails the suite's
+// clientgonobackoff 2-3 s sooner than behind it).
 func refuses(plan []faults.Step) bool {
 	return slices.ContainsFunc(plan, func(st faults.Step) bool {
 		e, ok := st.(faults.APIErrorsStep)
