@@ -46,6 +46,24 @@ func Lasts(s Step) bool {
 	return ok && l.Lasts()
 }
 
+// Refusing is a step that refuses the controller's writes until it has
+// refused so many (an APIErrors step with Requests): against a controller
+// that backs off, 30 refused requests last to the heal, and whatever comes
+// after it in a plan meets refused writes (a fight the controller cannot
+// answer, a crash after a write that never goes through). A window of time
+// is not one: it ends within seconds.
+type Refusing interface {
+	Step
+	RefusesToTheEnd() bool
+}
+
+// RefusesToTheEnd reports whether s is a Refusing step that refuses to
+// the end.
+func RefusesToTheEnd(s Step) bool {
+	r, ok := s.(Refusing)
+	return ok && r.RefusesToTheEnd()
+}
+
 // ActsOnNext is a step whose effect is on the user change right after
 // it: a crash after the first write of any kind falls in the reconcile
 // that change provokes, right after its first write.

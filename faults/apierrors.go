@@ -47,6 +47,12 @@ func (s APIErrorsStep) AimedWrite() WriteMatch { return WriteMatch{Verb: s.Verb,
 // Armed: it acts on what the controller does after it.
 func (APIErrorsStep) Armed() {}
 
+var _ Refusing = APIErrorsStep{}
+
+// RefusesToTheEnd: a count of requests ends only when the controller has
+// made that many writes; a window of time (ForMs) ends by itself.
+func (s APIErrorsStep) RefusesToTheEnd() bool { return s.Requests > 0 }
+
 func (s APIErrorsStep) Apply(_ context.Context, t Target) error {
 	switch s.Error {
 	case Conflict, TooManyRequests, InternalError, Timeout:

@@ -209,14 +209,8 @@ func rotated[T any](gens []T, place uint64) []T {
 // one ranked higher goes last: the other's change after it would make the
 // controller look again, and undo what the aim left (a status write refused
 // and never retried, a half-done state, what a burst left unobserved),
-// which shows only with no change after it. But when only the other ends in
-// a burst, that one goes last: a burst is a user change, and a change after
-// it is all it needs to be undone. And an aim that lasts goes last but
-// before a burst: ahead, it would hold the other's steps back for its whole
-// length, and the other's change after it would replace what it left (a
-// Recreate or a scale after a node loss, the pods it left terminating). So
-// does an aim that refuses writes to the heal (refuses), whatever their
-// ranks.
+// which shows only with no change after it. But an aim that must end its
+// plan more (endsPlan) goes last, whatever their ranks.
 func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, join pairing, maxSteps int, random *rapid.Generator[[]faults.Step]) func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
 	joined := pairs(gens, n, join)
 	return func(j, seed int) ([]faults.Step, []*rapid.Generator[[]faults.Step]) {
@@ -237,9 +231,7 @@ func joinedAims(gens []*rapid.Generator[[]faults.Step], n int, join pairing, max
 		switch {
 		case len(plan)+len(second) > maxSteps:
 			return plan, []*rapid.Generator[[]faults.Step]{aim}
-		case endsInBurst(second) && !endsInBurst(plan),
-			lasts(second) && !lasts(plan) && !endsInBurst(plan),
-			refuses(second) && !refuses(plan) && !endsInBurst(plan):
+		case endsPlan(second) > endsPlan(plan):
 			plan = append(plan, second...)
 		default:
 			plan = append(second, plan...)
@@ -349,22 +341,31 @@ func (join pairing) pair(j, m, n int) [2]int {
 	return [2]int{j % m, (j + further) % m}
 }
 
-// refuses: plan holds an error window over the controller's next writes
-// that ends only when it has refused so many of them (faults.APIErrorsStep
-// with Requests). Ahead of another aim, it refuses the writes that aim
-// needs the controller to make, and 30 refused requests outlast a
-// controller that backs off, to the heal: a fight the controller cannot
-// answer passes (a 5-round fight after 30 refused patches, in a search of
-// the suite's fightsreplicas), and so does a crash after a write that never
-// goes through. A window of time (ForMs) ends within seconds, and ahead of
-// the other aim it holds that back no more than a settle would: the ranks
-// order them (a window of timeouts ahead of a stale view fails the suite's
-// clientgonobackoff 2-3 s sooner than behind it).
-func refuses(plan []faults.Step) bool {
-	return slices.ContainsFunc(plan, func(st faults.Step) bool {
-		e, ok := st.(faults.APIErrorsStep)
-		return ok && e.Requests > 0
-	})
+// endsPlan is how much an aim must end its plan, more first:
+//   - 3, a burst: a user change, and a change after it is all it needs to
+//     be undone;
+//   - 2, an aim that lasts (faults.Lasts): ahead, it would hold the other's
+//     steps back for its whole length, and the other's change after it
+//     would replace what it left (a Recreate or a scale after a node loss,
+//     the pods it left terminating);
+//   - 1, an aim that refuses writes to the end (faults.RefusesToTheEnd):
+//     ahead, it refuses the writes the other aim needs the controller to
+//     make (a 5-round fight after 30 refused patches passed, in a search of
+//     the suite's fightsreplicas). A window of time is 0: ahead of the
+//     other aim it holds that back no more than a settle would (a window of
+//     timeouts ahead of a stale view fails the suite's clientgonobackoff
+//     2-3 s sooner than behind it);
+//   - 0, any other.
+func endsPlan(plan []faults.Step) int {
+	switch {
+	case endsInBurst(plan):
+		return 3
+	case lasts(plan):
+		return 2
+	case slices.ContainsFunc(plan, faults.RefusesToTheEnd):
+		return 1
+	}
+	return 0
 }
 
 // lasts: plan holds a step that lasts (faults.Lasts).
