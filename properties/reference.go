@@ -197,8 +197,8 @@ func (p *matchesReference) against(tr *Trace, ref *ReferenceRun, first int) (v V
 	refState := ref.Trace.States[len(ref.Trace.States)-1]
 	// Names made up for objects gone by the end still show in values
 	// (an annotation that lists every pod made): either run's.
-	prefixes := generateNames(tr.States, ref.Trace.States)
-	newestNames, refNames := namesOf(newest, prefixes), namesOf(refState, prefixes)
+	seen := seenIn(tr.States, ref.Trace.States)
+	newestNames, refNames := namesOf(newest, seen), namesOf(refState, seen)
 	heldKeys, owners, mounted := held([]State{newest, refState}, []names{newestNames, refNames})
 	used := map[int]bool{}
 	want := p.snapshot(refState, refNames, heldKeys, owners, mounted, used)
@@ -217,7 +217,7 @@ func (p *matchesReference) against(tr *Trace, ref *ReferenceRun, first int) (v V
 			since = tr.States[i+1].At
 			break
 		}
-		then := p.snapshot(tr.States[i], namesOf(tr.States[i], prefixes), heldKeys, owners, mounted, used)
+		then := p.snapshot(tr.States[i], namesOf(tr.States[i], seen), heldKeys, owners, mounted, used)
 		if ref.NetOfBursts {
 			maps.DeleteFunc(then, func(key string, _ []any) bool { _, ok := want[key]; return !ok })
 		}
@@ -242,8 +242,8 @@ func (p *matchesReference) Reached(tr *Trace, caseAt, refAt time.Time) bool {
 		return false
 	}
 	s, r := tr.States[i], tr.Reference.Trace.States[j]
-	prefixes := generateNames(tr.States, tr.Reference.Trace.States)
-	sNames, rNames := namesOf(s, prefixes), namesOf(r, prefixes)
+	seen := seenIn(tr.States, tr.Reference.Trace.States)
+	sNames, rNames := namesOf(s, seen), namesOf(r, seen)
 	heldKeys, owners, mounted := held([]State{s, r}, []names{sNames, rNames})
 	used := map[int]bool{}
 	want := p.snapshot(r, rNames, heldKeys, owners, mounted, used)
@@ -395,6 +395,9 @@ var ignoredFields = map[string]bool{
 	"restartCount": true, "lastState": true, "containerID": true, "imageID": true,
 	"podIP": true, "podIPs": true, "hostIP": true, "hostIPs": true, "nodeName": true,
 	"clusterIP": true, "clusterIPs": true, "volumeName": true,
+	// Ports the API server draws for a Service of type NodePort or
+	// LoadBalancer.
+	"nodePort": true, "healthCheckNodePort": true,
 	// A claim's resize bookkeeping: set on a claim grown, never on one
 	// made at the size (a storage change that came before or after a
 	// re-create made the claims); its capacity and request are compared.
@@ -437,6 +440,86 @@ type names struct {
 	// pod names in an annotation), its generateName as the first group:
 	// of this run's objects, or of those it deleted. Nil when none.
 	generated *regexp.Regexp
+	// addresses name the IPs the cluster gave the state's objects (a
+	// pod's, a node's, a Service's cluster IP) by what holds them, and
+	// those of the pods gone by then as such: a controller that copies one
+	// into its own object (a head pod's IP as a status field's) shows
+	// another in every run.
+	addresses map[string]string
+}
+
+// seen is what the states of two runs held, whichever state values are
+// judged in: the generateNames of their objects and the IPs of their pods.
+type seen struct {
+	prefixes []string
+	podIPs   map[string]bool
+}
+
+func seenIn(runs ...[]State) seen {
+	s := seen{prefixes: generateNames(runs...), podIPs: map[string]bool{}}
+	for _, states := range runs {
+		for _, st := range states {
+			for _, o := range st.Objects {
+				if o.GetKind() == "Pod" {
+					for _, ip := range podAddresses(o, "podIP", "podIPs") {
+						s.podIPs[ip] = true
+					}
+				}
+			}
+		}
+	}
+	return s
+}
+
+// podAddresses are the IPs of a pod's status field one (a string) and
+// many (a list of {ip: ...}).
+func podAddresses(o *unstructured.Unstructured, one, many string) []string {
+	var out []string
+	if ip, _, _ := unstructured.NestedString(o.Object, "status", one); ip != "" {
+		out = append(out, ip)
+	}
+	list, _, _ := unstructured.NestedSlice(o.Object, "status", many)
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if ip, ok := m["ip"].(string); ok && ip != "" {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
+}
+
+// addressesOf names the IPs the cluster gave the objects of s (keyed by
+// key), and the pod IPs seen but not in s as those of a pod gone.
+func addressesOf(s State, key map[*unstructured.Unstructured]string, podIPs map[string]bool) map[string]string {
+	out := map[string]string{}
+	for ip := range podIPs {
+		out[ip] = "<IP of a pod gone>"
+	}
+	for _, o := range s.Objects {
+		switch o.GetKind() {
+		case "Pod":
+			for _, ip := range podAddresses(o, "podIP", "podIPs") {
+				out[ip] = "<IP of " + key[o] + ">"
+			}
+			// Node names are left out: which node a pod lands on is
+			// the scheduler's choice, run by run.
+			for _, ip := range podAddresses(o, "hostIP", "hostIPs") {
+				out[ip] = "<IP of a node>"
+			}
+		case "Service":
+			ips, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusterIPs")
+			if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip != "" {
+				ips = append(ips, ip)
+			}
+			for _, ip := range ips {
+				if ip != "None" {
+					out[ip] = "<cluster IP of " + key[o] + ">"
+				}
+			}
+		}
+	}
+	return out
 }
 
 // namesOf names a state's objects stably: a generated name (a
@@ -445,7 +528,8 @@ type names struct {
 // generateName and a star, a controller's name with a hash of a template
 // (a ReplicaSet's, a ControllerRevision's: the template may hold this
 // run's UIDs) its owner's name, a dash and a star.
-func namesOf(s State, prefixes []string) names {
+func namesOf(s State, seen seen) names {
+	prefixes := seen.prefixes
 	n := names{key: map[*unstructured.Unstructured]string{}, grouped: map[*unstructured.Unstructured]bool{}, stable: map[string]string{}, objects: map[string]bool{}}
 	// Hashed names first: a generated name may start with one (a
 	// ReplicaSet's pods).
@@ -475,6 +559,7 @@ func namesOf(s State, prefixes []string) names {
 		}
 	}
 	n.uids = strings.NewReplacer(uids...)
+	n.addresses = addressesOf(s, n.key, seen.podIPs)
 	if len(prefixes) > 0 {
 		quoted := make([]string, len(prefixes))
 		for i, g := range prefixes {
@@ -683,7 +768,11 @@ func (n normalizer) value(v any) any {
 		if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return "<time>"
 		}
+		if strings.Count(v, ":") >= 2 {
+			v = timestamps.ReplaceAllString(v, "<time>") // in a message
+		}
 		v = n.names.uids.Replace(v)
+		v = n.names.replaceAddresses(v)
 		if n.names.generated != nil {
 			v = n.names.generated.ReplaceAllString(v, "$1$2*")
 		}
@@ -694,6 +783,37 @@ func (n normalizer) value(v any) any {
 		return v
 	}
 	return v
+}
+
+// timestamps match a time inside a longer value (a condition's message),
+// as RFC 3339 writes it and as Go's time.Time.String does.
+var timestamps = regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})|` +
+	` \d{2}:\d{2}:\d{2}(?:\.\d+)? [+-]\d{4} (?:[A-Z]{2,5}|[+-]\d{4})(?: m=[+-]\d+\.\d+)?)`)
+
+// digitsAndDots are where an IPv4 address may be in a longer value (an
+// address and a port, a URL, a list): a run of digits and dots is one
+// address or none.
+var digitsAndDots = regexp.MustCompile(`[0-9.]{7,}`)
+
+// replaceAddresses names the IPs of v that the run's cluster gave (see
+// names.addresses); other IPs (a user's, in a spec) stay.
+func (n names) replaceAddresses(v string) string {
+	if len(n.addresses) == 0 {
+		return v
+	}
+	if name, ok := n.addresses[v]; ok {
+		return name // an IPv6 address, or any one alone
+	}
+	if strings.Count(v, ".") < 3 {
+		return v
+	}
+	return digitsAndDots.ReplaceAllStringFunc(v, func(run string) string {
+		ip := strings.Trim(run, ".") // a sentence's full stop
+		if name, ok := n.addresses[ip]; ok {
+			return strings.Replace(run, ip, name, 1)
+		}
+		return run
+	})
 }
 
 // conditionType returns the type of a list's items when each is a map

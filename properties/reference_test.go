@@ -152,6 +152,43 @@ func TestMatchesReference(t *testing.T) {
 		require.Contains(t, v.Detail, "-reference +case")
 		require.Contains(t, v.Detail, `"replicas": int64(2)`)
 	})
+	t.Run("an IP the cluster gave, copied by the controller, is what holds it", func(t *testing.T) {
+		// The App's status names its first member's IP, and its service's
+		// address: each run's pods and Service have their own.
+		withAddresses := func(run int, objects []*unstructured.Unstructured, leader int) []*unstructured.Unstructured {
+			for i, o := range objects {
+				if o.GetKind() == "Pod" {
+					set(o, fmt.Sprintf("198.18.%d.%d", run, i), "status", "podIP")
+					set(o, fmt.Sprintf("127.0.0.%d", run), "status", "hostIP")
+				}
+			}
+			svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+				"metadata": map[string]any{"name": "db", "namespace": objects[0].GetNamespace(),
+					"ownerReferences": []any{map[string]any{"kind": "App", "name": "web", "uid": fmt.Sprintf("uid-%d-web", run)}}},
+				"spec": map[string]any{"clusterIP": fmt.Sprintf("10.0.%d.9", run)}}}
+			set(objects[0], fmt.Sprintf("198.18.%d.%d:6379", run, leader), "status", "leader")
+			set(objects[0], fmt.Sprintf("http://10.0.%d.9:8265", run), "status", "dashboard")
+			set(objects[0], fmt.Sprintf("127.0.0.%d", run), "status", "node")
+			set(objects[0], "192.0.2.1", "spec", "gateway") // the user's
+			return append(objects, svc)
+		}
+		ref := referenceTrace(20*s, func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return withAddresses(7, objects, 2)
+		}, 0)
+		ref.Reference.Trace.States[0].Objects = withAddresses(1, ref.Reference.Trace.States[0].Objects, 2)
+		v := p.Check(ref)
+		require.NoError(t, v.Err, v.Detail)
+		require.True(t, v.Done)
+		// Another member's IP is no longer the first member's.
+		other := referenceTrace(20*s, func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return withAddresses(7, objects, 3)
+		}, 0)
+		other.Reference = ref.Reference
+		v = p.Check(other)
+		require.EqualError(t, v.Err, "matches-reference: the end state differs from the reference run's: App web status.leader")
+		require.Contains(t, v.Detail, "<IP of Pod db-0>:6379")
+		require.Contains(t, v.Detail, "<IP of Pod db-1>:6379")
+	})
 	t.Run("a group of a generateName counts", func(t *testing.T) {
 		change := func(_ int, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
 			return append(objects[:7], objects[8:]...)
@@ -382,12 +419,65 @@ func TestMatchesReference(t *testing.T) {
 	})
 }
 
+// TestClusterAddressesInValues: an IP the cluster gave a pod, a node or a
+// Service, alone or inside a longer value, is named by what holds it; a
+// pod's of an earlier state as one gone; any other stays.
+func TestClusterAddressesInValues(t *testing.T) {
+	pod := func(name, ip string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"kind": "Pod",
+			"metadata": map[string]any{"name": name, "generateName": "head-"},
+			"status":   map[string]any{"podIP": ip, "podIPs": []any{map[string]any{"ip": ip}, map[string]any{"ip": "fd00::2"}}, "hostIP": "127.0.0.5"}}}
+	}
+	svc := &unstructured.Unstructured{Object: map[string]any{"kind": "Service", "metadata": map[string]any{"name": "head-svc"},
+		"spec": map[string]any{"clusterIP": "10.0.0.7", "clusterIPs": []any{"10.0.0.7"}}}}
+	headless := &unstructured.Unstructured{Object: map[string]any{"kind": "Service", "metadata": map[string]any{"name": "db"},
+		"spec": map[string]any{"clusterIP": "None"}}}
+	now := State{Objects: []*unstructured.Unstructured{pod("head-bcdfg", "198.18.1.2"), svc, headless}}
+	earlier := State{Objects: []*unstructured.Unstructured{pod("head-hjklm", "198.18.1.9")}}
+	norm := normalizer{names: namesOf(now, seenIn([]State{earlier, now}))}
+	for value, want := range map[string]string{
+		"198.18.1.2":               "<IP of Pod head-*>",
+		"fd00::2":                  "<IP of Pod head-*>",
+		"198.18.1.2:6379":          "<IP of Pod head-*>:6379",
+		"http://10.0.0.7:8265/api": "http://<cluster IP of Service head-svc>:8265/api",
+		"127.0.0.5":                "<IP of a node>",
+		"198.18.1.9":               "<IP of a pod gone>",
+		"198.18.1.2,198.18.1.9.":   "<IP of Pod head-*>,<IP of a pod gone>.",
+		"198.18.1.25":              "198.18.1.25",
+		"10.1.2.3":                 "10.1.2.3",
+		"version 1.2.3":            "version 1.2.3",
+		"None":                     "None",
+		"198.18.1.2.4":             "198.18.1.2.4",
+	} {
+		require.Equal(t, want, norm.value(value), "%q", value)
+	}
+}
+
+// TestTimesInValues: a time inside a longer value (a condition's message)
+// is left out, as RFC 3339 and Go's time.Time.String write it.
+func TestTimesInValues(t *testing.T) {
+	norm := normalizer{names: namesOf(State{}, seenIn())}
+	at := time.Date(2026, 12, 7, 14, 20, 21, 123456789, time.UTC)
+	for value, want := range map[string]string{
+		at.Format(time.RFC3339):                                       "<time>",
+		"ready since " + at.Format(time.RFC3339Nano):                  "ready since <time>",
+		"ready since " + at.Format("2006-01-02T15:04:05-07:00") + ".": "ready since <time>.",
+		"last sync " + at.String() + ", 3 pods":                       "last sync <time>, 3 pods",
+		"last sync " + time.Now().String():                            "last sync <time>",
+		"at " + at.In(time.FixedZone("", 19800)).String():             "at <time>",
+		"version 2026-12-07":                                          "version 2026-12-07",
+		"at 14:20:21":                                                 "at 14:20:21",
+	} {
+		require.Equal(t, want, norm.value(value), "%q", value)
+	}
+}
+
 // TestGeneratedNamesInValues: a generated name inside a longer value is
 // its generateName and a star, for a generateName of any state of either
 // run (the pods an annotation lists may all be gone by the end); a longer
 // name or another prefix is not one.
 func TestGeneratedNamesInValues(t *testing.T) {
-	norm := normalizer{names: namesOf(State{}, generateNames(nil, []State{{Objects: []*unstructured.Unstructured{
+	norm := normalizer{names: namesOf(State{}, seenIn(nil, []State{{Objects: []*unstructured.Unstructured{
 		{Object: map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "web-bcdfg", "generateName": "web-"}}}}}}))}
 	require.Equal(t, "web-*,web-*", norm.value("web-bcdfg,web-hjklm"))
 	require.Equal(t, "pods: web-*", norm.value("pods: web-xz245"))
