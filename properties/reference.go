@@ -496,16 +496,19 @@ func addressesOf(s State, key map[*unstructured.Unstructured]string, podIPs map[
 	for ip := range podIPs {
 		out[ip] = "<IP of a pod gone>"
 	}
+	// Node names are left out: which node a pod lands on is the
+	// scheduler's choice, run by run. A pod's own IP comes last, over its
+	// node's (a pod of the host's network has its node's).
+	for _, o := range s.ByKind("Pod") {
+		for _, ip := range podAddresses(o, "hostIP", "hostIPs") {
+			out[ip] = "<IP of a node>"
+		}
+	}
 	for _, o := range s.Objects {
 		switch o.GetKind() {
 		case "Pod":
 			for _, ip := range podAddresses(o, "podIP", "podIPs") {
 				out[ip] = "<IP of " + key[o] + ">"
-			}
-			// Node names are left out: which node a pod lands on is
-			// the scheduler's choice, run by run.
-			for _, ip := range podAddresses(o, "hostIP", "hostIPs") {
-				out[ip] = "<IP of a node>"
 			}
 		case "Service":
 			ips, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusterIPs")

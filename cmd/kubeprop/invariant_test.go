@@ -253,7 +253,7 @@ func TestReadManifests(t *testing.T) {
 // operator's schema, with int-or-string and preserved fields).
 func TestBundledSpecsLoad(t *testing.T) {
 	for _, path := range []string{"../../testdata/podset/spec.yaml", "../../testdata/podset/nobackoff.yaml",
-		"../../testdata/database/spec.yaml", "../../testdata/kuberay/raycluster.yaml"} {
+		"../../testdata/database/spec.yaml", "../../testdata/kuberay/raycluster.yaml", "../../testdata/kuberay/generic.yaml"} {
 		_, err := loadSpec(path)
 		require.NoError(t, err, "%s (the controller binaries: make bins)", path)
 	}

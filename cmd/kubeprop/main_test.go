@@ -298,7 +298,8 @@ func TestDatabaseOperator(t *testing.T) {
 // v1.5.0 (testdata/kuberay): pods evicted from a lost node stay
 // Terminating and are never replaced; a worker pod relabeled out of its
 // group by another writer is replaced but never removed, and the status
-// counts it as a ready worker.
+// counts it as a ready worker. And two false alarms of matches-reference
+// on it, which must pass (generic.yaml).
 func TestRayOperator(t *testing.T) {
 	t.Parallel() // each run starts a hollow cluster of its own
 	if _, err := os.Stat("../../bin/kuberay/v1.5.0/ray-operator"); err != nil {
@@ -321,5 +322,12 @@ func TestRayOperator(t *testing.T) {
 		require.Contains(t, stdout, "FAIL status-converges: ")
 		require.Contains(t, stdout, "object.status.readyWorkerReplicas = 3, object.spec.workerGroupSpecs[0].replicas = 2")
 		require.Contains(t, stdout, "reproduced, as the scenario expects")
+	})
+	t.Run("generic", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, stderr := kubeprop(t, "replay", "../../testdata/kuberay/testdata/kubeprop/generic/head-address.yaml",
+			"../../testdata/kuberay/testdata/kubeprop/generic/refused-status-window.yaml")
+		require.Equal(t, exitPass, code, "%s\n%s", stdout, stderr)
+		require.Contains(t, stdout, "2 scenarios, 0 failures")
 	})
 }
