@@ -48,10 +48,10 @@ func Lasts(s Step) bool {
 
 // Refusing is a step that refuses the controller's writes until it has
 // refused so many (an APIErrors step with Requests): against a controller
-// that backs off, ten refused requests last seconds, to the heal, and
-// whatever comes after it in a plan meets refused writes (a fight the
-// controller cannot answer, a crash after a write that never goes
-// through). A window of time is not one: it ends within seconds.
+// that backs off, 30 refused requests last to the heal, and whatever comes
+// after it in a plan meets refused writes (a fight the controller cannot
+// answer, a crash after a write that never goes through). A window of time
+// is not one: it ends within seconds.
 type Refusing interface {
 	Step
 	RefusesToTheEnd() bool

@@ -21,7 +21,7 @@ const (
 
 // APIErrorsStep makes the controller's API writes fail with Error: the
 // next Requests of them, or, when Requests is 0, every write for ForMs
-// milliseconds, the first WindowRefusals of them (see there). With Verb or Resource (as CrashAfterWriteStep names a
+// milliseconds. With Verb or Resource (as CrashAfterWriteStep names a
 // write: "update", "podsets/status"), only those writes fail, and the
 // others neither fail nor count. A Conflict answers only the writes a
 // real API server can answer with one: updates, and patches that state
@@ -79,34 +79,21 @@ func (apiErrors) Steps(Config) *rapid.Generator[Step] {
 		if rapid.Bool().Draw(t, "window") {
 			s.ForMs = 500 * amountIn(t, 1, maxHalfSeconds, "halfSeconds")
 		} else {
-			// As many as a window refuses at most (WindowRefusals):
-			// what a missing back-off needs to show.
+			// Up to six bursts of a retry helper's five tries of a
+			// conflict (bounded-backoff counts each burst as one
+			// attempt): what a missing back-off between bursts needs to
+			// show.
 			s.Requests = amountIn(t, 1, maxRequests, "requests")
 		}
 		return s
 	})
 }
 
-// The most an APIErrors step draws: a window of 4 s, or WindowRefusals
-// requests.
+// The most an APIErrors step draws: a window of 4 s, or 30 requests.
 const (
 	maxHalfSeconds = 8
-	maxRequests    = WindowRefusals
+	maxRequests    = 30
 )
-
-// WindowRefusals is the most writes a window of APIErrors refuses, and
-// the most requests the fault draws. A work queue's per-item back-off
-// (client-go's and controller-runtime's default) doubles from 5 ms at each
-// failed reconcile: after 10 failures the next retry is 2.6 s away, after
-// 20 it is capped at 1000 s. The rest of the cluster keeps answering the
-// controller's watches while its writes are refused, so every event is a
-// reconcile that fails and counts: a 4 s window during a re-create refused
-// a released operator's status update 23 times (KubeRay's ray-operator),
-// and its next try was 1000 s after the heal, where a correct controller
-// must have converged within a deadline of seconds. A real outage stops
-// the events too. Ten refusals still show a missing back-off (ten tries in
-// the time an exponential one makes four).
-const WindowRefusals = 10
 
 var _ Aimer = apiErrors{}
 

@@ -20,13 +20,13 @@ import (
 
 // FailWrites answers the controller's writes in the case's namespace
 // that match with e: the next requests of them, or, when requests is 0,
-// all for window, the first faults.WindowRefusals of them.
+// all for window.
 func (f *Faults) FailWrites(e faults.APIError, match faults.WriteMatch, requests int, window time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failErr, f.failMatch, f.failLeft, f.failUntil = e, match, requests, time.Time{}
 	if requests <= 0 {
-		f.failLeft, f.failUntil = faults.WindowRefusals, time.Now().Add(window)
+		f.failUntil = time.Now().Add(window)
 	}
 }
 
@@ -53,8 +53,9 @@ func (f *Faults) refusal(verb, namespace string, gr schema.GroupResource, sub, n
 		return nil
 	case f.failErr == faults.Conflict && !mayConflict():
 		return nil
-	case f.failLeft > 0 && (f.failUntil.IsZero() || time.Now().Before(f.failUntil)):
+	case f.failLeft > 0:
 		f.failLeft--
+	case time.Now().Before(f.failUntil):
 	default:
 		return nil
 	}

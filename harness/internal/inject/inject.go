@@ -65,7 +65,7 @@ type Faults struct {
 	mu         sync.Mutex
 	failErr    faults.APIError
 	failMatch  faults.WriteMatch // the writes refused; empty fields match any
-	failLeft   int               // writes still to refuse
+	failLeft   int               // writes still to refuse, in count mode
 	failUntil  time.Time         // end of the window, in window mode
 	crashLeft  int               // matching writes until the crash; 0 when disarmed
 	crashMatch faults.WriteMatch

@@ -204,29 +204,6 @@ func TestRefusalOfNamedWrites(t *testing.T) {
 	require.NoError(t, f.refusal("update", "kp-1", podsets, "status", "a", always), "two refusals only")
 }
 
-// TestWindowRefusesAtMostSoMany: a window of errors refuses the first
-// faults.WindowRefusals writes in it, then lets them through; a count of
-// requests refuses as many as it says.
-func TestWindowRefusesAtMostSoMany(t *testing.T) {
-	pods := schema.GroupResource{Resource: "pods"}
-	f := New(Options{Namespace: "kp-1"})
-	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 0, time.Minute)
-	for i := range faults.WindowRefusals {
-		require.Error(t, f.refusal("create", "kp-1", pods, "", "", never), "refusal %d", i+1)
-	}
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", never), "the window's refusals are used up")
-
-	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 0, time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", never), "the window is over")
-
-	f.FailWrites(faults.InternalError, faults.WriteMatch{}, 3*faults.WindowRefusals, 0)
-	for i := range 3 * faults.WindowRefusals {
-		require.Error(t, f.refusal("create", "kp-1", pods, "", "", never), "refusal %d", i+1)
-	}
-	require.NoError(t, f.refusal("create", "kp-1", pods, "", "", never))
-}
-
 // TestConflictOnlyWhereOneCanHappen: a conflict answers updates, and
 // patches that state the resourceVersion they read or are server-side
 // applies; a plain merge patch goes through and does not use it up (a 409
