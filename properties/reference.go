@@ -195,8 +195,6 @@ func (p *matchesReference) against(tr *Trace, ref *ReferenceRun, first int) (v V
 	// Leave out what either end holds in deletion, from both.
 	newest := tr.States[len(tr.States)-1]
 	refState := ref.Trace.States[len(ref.Trace.States)-1]
-	// Names made up for objects gone by the end still show in values
-	// (an annotation that lists every pod made): either run's.
 	seen := seenIn(tr.States, ref.Trace.States)
 	newestNames, refNames := namesOf(newest, seen), namesOf(refState, seen)
 	heldKeys, owners, mounted := held([]State{newest, refState}, []names{newestNames, refNames})
@@ -261,7 +259,7 @@ func lostClaims(tr *Trace) *Verdict {
 	if len(claimsDeleted(tr, nil)) == 0 {
 		return nil // the common case, without reading every state for names
 	}
-	prefixes := generateNames(tr.States, tr.Reference.Trace.States)
+	prefixes := seenIn(tr.States, tr.Reference.Trace.States).prefixes
 	deleted, ref := claimsDeleted(tr, prefixes), claimsDeleted(tr.Reference.Trace, prefixes)
 	// A claim the reference never had is not one it kept: a burst of
 	// replica changes (2, 5, 2) makes claims 3 and 4 in one run and not in
@@ -448,27 +446,32 @@ type names struct {
 	addresses map[string]string
 }
 
-// seen is what the states of two runs held, whichever state values are
-// judged in: the generateNames of their objects and the IPs of their pods.
-type seen struct {
+// runsSeen is what any state of two runs held, whichever state values
+// are judged in: the generateNames of their objects, sorted, each once
+// (names made up for objects gone by the end still show in values: an
+// annotation that lists every pod made), and the IPs of their pods.
+type runsSeen struct {
 	prefixes []string
 	podIPs   map[string]bool
 }
 
-func seenIn(runs ...[]State) seen {
-	s := seen{prefixes: generateNames(runs...), podIPs: map[string]bool{}}
+func seenIn(runs ...[]State) runsSeen {
+	prefixes, podIPs := map[string]bool{}, map[string]bool{}
 	for _, states := range runs {
 		for _, st := range states {
 			for _, o := range st.Objects {
+				if g := o.GetGenerateName(); g != "" {
+					prefixes[g] = true
+				}
 				if o.GetKind() == "Pod" {
 					for _, ip := range podAddresses(o, "podIP", "podIPs") {
-						s.podIPs[ip] = true
+						podIPs[ip] = true
 					}
 				}
 			}
 		}
 	}
-	return s
+	return runsSeen{prefixes: slices.Sorted(maps.Keys(prefixes)), podIPs: podIPs}
 }
 
 // podAddresses are the IPs of a pod's status field one (a string) and
@@ -499,26 +502,25 @@ func addressesOf(s State, key map[*unstructured.Unstructured]string, podIPs map[
 	// Node names are left out: which node a pod lands on is the
 	// scheduler's choice, run by run. A pod's own IP comes last, over its
 	// node's (a pod of the host's network has its node's).
-	for _, o := range s.ByKind("Pod") {
+	pods := s.ByKind("Pod")
+	for _, o := range pods {
 		for _, ip := range podAddresses(o, "hostIP", "hostIPs") {
 			out[ip] = "<IP of a node>"
 		}
 	}
-	for _, o := range s.Objects {
-		switch o.GetKind() {
-		case "Pod":
-			for _, ip := range podAddresses(o, "podIP", "podIPs") {
-				out[ip] = "<IP of " + key[o] + ">"
-			}
-		case "Service":
-			ips, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusterIPs")
-			if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip != "" {
-				ips = append(ips, ip)
-			}
-			for _, ip := range ips {
-				if ip != "None" {
-					out[ip] = "<cluster IP of " + key[o] + ">"
-				}
+	for _, o := range pods {
+		for _, ip := range podAddresses(o, "podIP", "podIPs") {
+			out[ip] = "<IP of " + key[o] + ">"
+		}
+	}
+	for _, o := range s.ByKind("Service") {
+		ips, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusterIPs")
+		if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip != "" {
+			ips = append(ips, ip)
+		}
+		for _, ip := range ips {
+			if ip != "None" {
+				out[ip] = "<cluster IP of " + key[o] + ">"
 			}
 		}
 	}
@@ -531,7 +533,7 @@ func addressesOf(s State, key map[*unstructured.Unstructured]string, podIPs map[
 // generateName and a star, a controller's name with a hash of a template
 // (a ReplicaSet's, a ControllerRevision's: the template may hold this
 // run's UIDs) its owner's name, a dash and a star.
-func namesOf(s State, seen seen) names {
+func namesOf(s State, seen runsSeen) names {
 	prefixes := seen.prefixes
 	n := names{key: map[*unstructured.Unstructured]string{}, grouped: map[*unstructured.Unstructured]bool{}, stable: map[string]string{}, objects: map[string]bool{}}
 	// Hashed names first: a generated name may start with one (a
@@ -571,22 +573,6 @@ func namesOf(s State, seen seen) names {
 		n.generated = regexp.MustCompile(`(^|[^a-z0-9.-])(` + strings.Join(quoted, "|") + `)[` + randomChars + `]{5}\b`)
 	}
 	return n
-}
-
-// generateNames are the generateNames of the objects of every state of
-// runs, sorted, each once.
-func generateNames(runs ...[]State) []string {
-	seen := map[string]bool{}
-	for _, states := range runs {
-		for _, s := range states {
-			for _, o := range s.Objects {
-				if g := o.GetGenerateName(); g != "" {
-					seen[g] = true
-				}
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // held are the keys of the objects either state holds in deletion (named
