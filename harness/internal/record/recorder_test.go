@@ -198,7 +198,8 @@ type fakeQueue struct{ n int }
 func (q *fakeQueue) Pending() bool { return q.n > 0 }
 
 // TestIdle: busy while a reconcile runs, a queue holds items or a restart
-// is under way; a reconcile of a killed instance is not recorded.
+// is under way; a reconcile of a killed instance is not recorded; a failed
+// one has the back-off its rate limiter gave.
 func TestIdle(t *testing.T) {
 	r := New(Options{})
 	q := &fakeQueue{}
@@ -218,9 +219,16 @@ func TestIdle(t *testing.T) {
 	require.False(t, r.Idle())
 	r.Restart(-1)
 	require.True(t, r.Idle())
+	// A failed reconcile: AddRateLimited, then the limiter's delay.
+	r.ReconcileStarted("podset", "ns/web")
+	r.ReconcileOutcome("podset", "ns/web", OutcomeRateLimited, 0)
+	r.ReconcileOutcome("podset", "ns/web", OutcomeRateLimited, 40*time.Millisecond)
+	r.ReconcileDone("podset", "ns/web", true)
 	tr := r.Trace(nil, false)
-	require.Len(t, tr.Reconciles, 1)
+	require.Len(t, tr.Reconciles, 2)
 	require.Equal(t, 5*time.Second, tr.Reconciles[0].RequeueAfter)
+	require.Equal(t, 40*time.Millisecond, tr.Reconciles[1].Backoff)
+	require.True(t, tr.Reconciles[1].Requeue)
 }
 
 // TestAuditReader: the requests of one namespace written after the reader
@@ -251,6 +259,60 @@ func TestAuditReader(t *testing.T) {
 	require.Len(t, reqs, 1)
 	require.Equal(t, properties.Request{At: time.Date(2026, 12, 2, 10, 0, 0, 1000, time.UTC), User: "kubeprop:controller", UserAgent: "harness.test/v0",
 		Verb: "patch", Resource: "pods", Namespace: "kp-1", Name: "web-1", Code: 200, FieldManager: "kubeprop-conflicting-writer"}, reqs[0])
+}
+
+// TestAuditReaderAcrossRotation: the API server rotates its log (renames
+// it to a backup and starts anew); the requests written to the old file
+// since the last read, and those of the new one from its start, are read,
+// none twice; a read between the rename and the new file loses nothing.
+func TestAuditReaderAcrossRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	line := func(name string) string {
+		return fmt.Sprintf(`{"verb":"update","requestURI":"/api/v1/namespaces/kp-1/pods/%s","userAgent":"a/v1","requestReceivedTimestamp":"2026-12-02T10:00:00Z","user":{"username":"kubeprop:controller"},"objectRef":{"resource":"pods","namespace":"kp-1","name":%q},"responseStatus":{"code":200}}`+"\n", name, name)
+	}
+	appendTo := func(path, text string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		_, err = f.WriteString(text)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	names := func(reqs []properties.Request) []string {
+		var out []string
+		for _, r := range reqs {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	appendTo(path, line("before")+strings.Repeat("x", 4096)+"\n")
+	a, err := NewAuditReader(path, "kp-1")
+	require.NoError(t, err)
+	appendTo(path, line("a"))
+	reqs, err := a.Read()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, names(reqs))
+
+	appendTo(path, line("b")+line("c"))
+	require.NoError(t, os.Rename(path, filepath.Join(dir, "audit-2026-12-02T10-00-00.000.log")))
+	reqs, err = a.Read()
+	require.NoError(t, err, "between the rename and the new file")
+	require.Equal(t, []string{"a"}, names(reqs))
+	appendTo(path, line("d"))
+	reqs, err = a.Read()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c", "d"}, names(reqs), "the old file's rest, then the new file from its start (shorter than the old offset)")
+	appendTo(path, line("e"))
+	reqs, err = a.Read()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, names(reqs))
+
+	// A backup removed before it was read is an error, not a silent loss.
+	require.NoError(t, os.Rename(path, filepath.Join(dir, "audit-2026-12-02T10-00-01.000.log")))
+	appendTo(path, line("f"))
+	require.NoError(t, os.Remove(filepath.Join(dir, "audit-2026-12-02T10-00-01.000.log")))
+	_, err = a.Read()
+	require.ErrorContains(t, err, "was rotated and the file read so far is not among its 1 backups")
 }
 
 // TestFieldWritesKeyListsAsManagedFieldsDo: a list's items are keyed as
