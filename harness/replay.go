@@ -131,6 +131,11 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 		if n > 1 {
 			t.Logf("kubeprop: %s passed %d of %d", file, n-reps.Failing(""), n)
 		}
+		for i, rep := range reps {
+			for _, f := range rep.NotJudged {
+				t.Logf("kubeprop: %s held for want of a judgement (replaying %s%s): %s", f.Property, file, of(i), f.Message)
+			}
+		}
 	case scenario.Fail:
 		reproduced, need := reps.Failing(s.Expect.Property), s.Expect.Needed(n)
 		missed := slices.IndexFunc(reps, func(rep *Report) bool { return !rep.FailedOn(s.Expect.Property) })

@@ -42,7 +42,8 @@ type BackoffOptions struct {
 // waited between them (the gaps less the shortest: what the attempts take
 // themselves grows with the machine's load, see waitedIn), it never waits
 // longer than Cap, and once the faults heal an object whose reconcile was failing
-// is reconciled again within RecoverWithin. A write by another API user
+// is reconciled again within RecoverWithin, unless the work queue's
+// default back-off owes its retry later (queueRetries). A write by another API user
 // to a resource the controller writes too ends a streak: every
 // informer-driven controller reacts to such news at once, and a reconcile
 // that then succeeds without the failing request (nothing left to write)
@@ -134,11 +135,18 @@ func (p boundedBackoff) Check(tr *Trace) Verdict {
 	var open []string
 	news := newsOf(tr)
 	reconciles := reconcileStartsOf(tr.Reconciles)
+	owed := map[string]time.Time{}
+	for _, q := range tr.queueRetries() {
+		owed[q.what] = q.due
+	}
 	for _, target := range attemptsByTarget(tr) {
+		if due, ok := owed[target.what]; ok && due.After(tr.Healed.Add(p.opts.RecoverWithin)) {
+			target.recoversLate = true
+		}
 		if v, bad := p.checkTarget(tr, target, news, reconciles); bad {
 			return v
 		}
-		if n := len(target.attempts); target.mustRecover && n > 0 && target.attempts[n-1].failed {
+		if n := len(target.attempts); target.mustRecover && !target.recoversLate && n > 0 && target.attempts[n-1].failed {
 			open = append(open, target.what)
 		}
 	}
@@ -229,7 +237,7 @@ func (p boundedBackoff) checkTarget(tr *Trace, t target, news news, reconciles r
 		return v, true
 	}
 	// A streak still failing at the heal must be retried soon after.
-	if t.mustRecover && len(streak) > 0 && !tr.Healed.IsZero() && !streak[len(streak)-1].at.After(tr.Healed) {
+	if t.mustRecover && !t.recoversLate && len(streak) > 0 && !tr.Healed.IsZero() && !streak[len(streak)-1].at.After(tr.Healed) {
 		if tr.End.Sub(tr.Healed) > p.opts.RecoverWithin || tr.Final {
 			last := streak[len(streak)-1].at
 			return fail(fmt.Errorf("bounded-backoff: %s was not tried again within %v after the faults healed", what, p.opts.RecoverWithin),
@@ -451,6 +459,9 @@ type target struct {
 	// delete is wanted again, the one to create is not), but the
 	// reconcile of an object must come back.
 	mustRecover bool
+	// recoversLate: the work queue owes the retry later than RecoverWithin
+	// (queueRetries): the recovery is owed no sooner.
+	recoversLate bool
 	// replacements: the attempts are replacements of failing pods, which
 	// have no cap (a pod may fail again any time later).
 	replacements bool

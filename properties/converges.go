@@ -101,6 +101,9 @@ func (p converges) falseRun(tr *Trace, first, last int, why error) Evidence {
 // evidence is called only on a failure: the false run is found by
 // judging states again.
 func (p converges) late(tr *Trace, why error, evidence func() Evidence) Verdict {
+	if v, owed := tr.notJudged(tr.Healed.Add(p.opts.Within), restFor(p.opts.Rest, p.opts.Within), "false: "+why.Error()); owed {
+		return v
+	}
 	// One message whichever ends the wait: the same plan is reported
 	// alike, run after run.
 	if since, ok := tr.atRest(restFor(p.opts.Rest, p.opts.Within)); ok && !tr.Final {

@@ -37,6 +37,10 @@ type Verdict struct {
 	Err error
 	// Detail explains the verdict with times and counts, for the log.
 	Detail string
+	// NotJudged marks a pass for want of a judgement: what the property
+	// needed to see lies past its deadline (a retry the controller's work
+	// queue owes, 1000 s on). Detail says why.
+	NotJudged bool
 	// Evidence is what a failure rests on, for the timeline page.
 	Evidence Evidence
 }

@@ -300,8 +300,24 @@ func lostClaims(tr *Trace) *Verdict {
 	}
 	slices.SortStableFunc(e.Marks, func(a, b Mark) int { return a.At.Compare(b.At) })
 	v := fail(fmt.Errorf("%s: the controller deleted more claims than in the reference run: %s", MatchesReferenceName, strings.Join(lost, ", ")),
-		"the controller's first deletion of each (from the case's start): %s", strings.Join(when, ", ")).with(e)
+		"the controller's first deletion of each (from the case's start): %s; %s", strings.Join(when, ", "), claimHistory(tr.Reference.Trace)).with(e)
 	return &v
+}
+
+// claimHistory tells what became of the claims in the reference run, for
+// the detail: its user changes and every claim deletion, by whom.
+func claimHistory(ref *Trace) string {
+	var changes, deletes []string
+	for _, at := range ref.UserChanges() {
+		changes = append(changes, at.Sub(ref.Start).Round(time.Millisecond).String())
+	}
+	for _, r := range ref.Requests {
+		if r.Resource == "persistentvolumeclaims" && r.Subresource == "" && r.Verb == "delete" {
+			deletes = append(deletes, fmt.Sprintf("%s by %s → %d at %v", r.Name, r.User, r.Code, r.At.Sub(ref.Start).Round(time.Millisecond)))
+		}
+	}
+	return fmt.Sprintf("the reference run's user changes at [%s] and its claim deletions [%s] (from its start; its controller %s)",
+		strings.Join(changes, " "), strings.Join(deletes, ", "), ref.Controller)
 }
 
 // hadLiveAt: tr had claim name (stable), not being deleted, at `at` (true
@@ -357,6 +373,9 @@ func stableClaimName(name string, prefixes []string) string {
 
 // late judges a case whose newest state differs from the reference's.
 func (p *matchesReference) late(tr *Trace, what, diff string) Verdict {
+	if v, owed := tr.notJudged(tr.Healed.Add(p.opts.Within+p.opts.Stable), restFor(p.opts.Rest, p.opts.Within), "differs from the reference: "+what); owed {
+		return v
+	}
 	since, rest := tr.atRest(restFor(p.opts.Rest, p.opts.Within))
 	if tr.Final || rest || tr.End.Sub(tr.Healed) > p.opts.Within+p.opts.Stable {
 		when := fmt.Sprintf("%v after the heal", Round(tr.End.Sub(tr.Healed)))

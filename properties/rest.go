@@ -31,10 +31,16 @@ const minRest = 10 * time.Second
 // atRest reports whether the case has been at rest for rest by the end of
 // the trace, after the heal, and if so since when.
 func (tr *Trace) atRest(rest time.Duration) (time.Time, bool) {
+	return tr.atRestOwing(rest, true)
+}
+
+// atRestOwing is atRest, with or without the retries the work queue owes
+// (queueRetries) among what is due.
+func (tr *Trace) atRestOwing(rest time.Duration, owed bool) (time.Time, bool) {
 	if rest < 0 || tr.Healed.IsZero() {
 		return time.Time{}, false
 	}
-	since, ok := tr.restingSince()
+	since, ok := tr.restingSince(owed)
 	return since, ok && tr.End.Sub(since) >= rest
 }
 
@@ -44,10 +50,11 @@ func (tr *Trace) atRest(rest time.Duration) (time.Time, bool) {
 // and delivered), and when a timer known to be pending comes due (a
 // reconcile's RequeueAfter; a retry after a failure, at twice the gap
 // between the last two attempts, as a work queue's exponential back-off
-// would). ok is false while something is known to be under way: an
-// object being deleted, a pod not running and ready (a probe, a
-// restart's back-off, the scheduler or a volume to wait for).
-func (tr *Trace) restingSince() (time.Time, bool) {
+// would; with owed, the retries the work queue owes, queueRetries). ok is
+// false while something is known to be under way: an object being
+// deleted, a pod not running and ready (a probe, a restart's back-off,
+// the scheduler or a volume to wait for).
+func (tr *Trace) restingSince(owed bool) (time.Time, bool) {
 	since := tr.Healed
 	later := func(t time.Time) {
 		if t.After(since) {
@@ -111,6 +118,13 @@ func (tr *Trace) restingSince() (time.Time, bool) {
 				gap = max(gap, 2*r.At.Sub(tr.Reconciles[j].At))
 			}
 			later(r.At.Add(gap))
+		}
+	}
+	// A retry the work queue owes after a storm of failures (it may be
+	// far off: a deadline property then judges nothing, see notJudged).
+	if owed {
+		for _, q := range tr.queueRetries() {
+			later(q.due)
 		}
 	}
 	return since, true

@@ -208,6 +208,10 @@ type Reconcile struct {
 	Err          string // empty on success
 	Requeue      bool
 	RequeueAfter time.Duration
+	// Backoff is the delay the work queue's rate limiter gave the retry
+	// of a reconcile that failed or asked for a requeue (zero when not
+	// known).
+	Backoff time.Duration
 	// News: the key was added for an event since the last reconcile of
 	// it began, so this one is the controller's answer to news, not a
 	// retry (an informer's events bypass the work queue's back-off).

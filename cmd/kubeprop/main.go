@@ -179,7 +179,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	name := strings.TrimSuffix(filepath.Base(l.path), filepath.Ext(l.path))
 	// The plans drawn and run, those of them that failed, the plans drawn
 	// again (not run twice), and the shrink's runs, counted apart.
-	var cases, failing, again, shrinkRuns atomic.Int64
+	var cases, failing, again, shrinkRuns, unjudged atomic.Int64
 	started := time.Now()
 	// finish ends every run that began: its test case in the JUnit
 	// report, the summary line.
@@ -201,6 +201,12 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		verdict := "pass"
 		if rep.Failed() {
 			verdict = "FAIL " + rep.Failures[0].Message
+		}
+		if len(rep.NotJudged) > 0 {
+			verdict += fmt.Sprintf(" (but %s %s)", rep.NotJudged[0].Property, rep.NotJudged[0].Message)
+			if !rep.Shrinking {
+				unjudged.Add(1)
+			}
 		}
 		var what string
 		if rep.Shrinking {
@@ -240,6 +246,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if f == nil {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, cases.Load())
+		if n := unjudged.Load(); n > 0 {
+			fmt.Fprintf(stdout, "  but %d of them held for want of a judgement (a retry the work queue owes past a deadline): see \"not judged\" in the log\n", n)
+		}
 		return finish(junitCase{}, exitPass)
 	}
 	if err := pointAtSpec(f.Scenario, l.path); err != nil {
@@ -440,6 +449,7 @@ func (r *replayer) replay(path string) (int, replayed, error) {
 	code := exitPass
 	if !rep.Failed() {
 		fmt.Fprintf(&out, "PASS every property held%s\n", inEvery(len(reps)))
+		notJudged(&out, reps)
 		if s.Expect.Outcome == scenario.Fail {
 			fmt.Fprintf(&out, "  the scenario expected %s to fail: fixed? then set expect.outcome to pass, or replay with -update\n", s.Expect.Property)
 		}
@@ -600,4 +610,22 @@ func pointAtSpec(path, spec string) error {
 		return err
 	}
 	return s.Write(path)
+}
+
+// notJudged tells how many of reps a property held only for want of a
+// judgement, and why in the first.
+func notJudged(out io.Writer, reps harness.Replays) {
+	var first *harness.Failure
+	n := 0
+	for _, rep := range reps {
+		if len(rep.NotJudged) > 0 {
+			n++
+			if first == nil {
+				first = &rep.NotJudged[0]
+			}
+		}
+	}
+	if first != nil {
+		fmt.Fprintf(out, "  but not judged in %d of %d: %s %s\n", n, len(reps), first.Property, first.Message)
+	}
 }

@@ -325,8 +325,10 @@ func TestRayOperator(t *testing.T) {
 	})
 	t.Run("generic", func(t *testing.T) {
 		t.Parallel()
-		code, stdout, stderr := kubeprop(t, "replay", "-count", "2", "../../testdata/kuberay/testdata/kubeprop/generic/head-address.yaml")
+		generic := "../../testdata/kuberay/testdata/kubeprop/generic/"
+		code, stdout, stderr := kubeprop(t, "replay", "-count", "2", generic+"head-address.yaml", generic+"queue-backoff.yaml")
 		require.Equal(t, exitPass, code, "%s\n%s", stdout, stderr)
-		require.Contains(t, stdout, "1 scenarios, 0 failures")
+		require.Contains(t, stdout, "2 scenarios, 0 failures")
+		require.Contains(t, stdout, "but not judged in 2 of 2: matches-reference not judged: the controller's reconcile (its last refused write: update rayclusters/status raycluster-mini) failed", "the storm's retry is owed past the deadline")
 	})
 }

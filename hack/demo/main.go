@@ -371,6 +371,9 @@ func verdict(rep *harness.Report) string {
 	if rep.Failed() {
 		return "FAIL " + rep.Failures[0].Property
 	}
+	if len(rep.NotJudged) > 0 {
+		return "pass, but " + rep.NotJudged[0].Property + " " + rep.NotJudged[0].Message
+	}
 	return "pass"
 }
 

@@ -208,8 +208,10 @@ func (l recordingLimiter) When(item reconcile.Request) time.Duration {
 	return d
 }
 
-// requeued notes an item's back-off of d.
+// requeued notes an item's back-off of d: in the trace, as its reconcile's
+// (AddRateLimited asks the limiter while the reconcile is under way).
 func (q *recordingQueue) requeued(item reconcile.Request, d time.Duration) {
+	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRateLimited, d)
 	if d > q.quiet {
 		return
 	}

@@ -352,6 +352,9 @@ func (c *caseRun) judge(ctx context.Context, plan []faults.Step) (*Report, error
 			// The case ended at an earlier property's failure.
 			c.logf("property %s undecided (%s)", name, v.Detail)
 		} else {
+			if v.NotJudged {
+				rep.NotJudged = append(rep.NotJudged, Failure{Property: name, index: i, Message: v.Detail})
+			}
 			c.logf("property %s holds (%s)", name, v.Detail)
 		}
 	}

@@ -31,6 +31,10 @@ type Report struct {
 	// does, once the properties before it are decided. The properties
 	// still undecided then are not among them.
 	Failures []Failure
+	// NotJudged are the properties that held for want of a judgement
+	// (properties.Verdict.NotJudged), each with its detail as Message: a
+	// pass that says less than it seems.
+	NotJudged []Failure
 	// Timeline is the case, step by step, for the log.
 	Timeline []string
 	// Trace is everything recorded.

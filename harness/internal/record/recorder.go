@@ -326,7 +326,8 @@ func (r *Recorder) ReconcileStarted(controller, key string) {
 	r.mu.Unlock()
 }
 
-// ReconcileOutcome: the reconcile of key under way asked for o.
+// ReconcileOutcome: the reconcile of key under way asked for o; after is
+// its RequeueAfter, or the delay its rate limiter gave its retry.
 func (r *Recorder) ReconcileOutcome(controller, key string, o Outcome, after time.Duration) {
 	r.mu.Lock()
 	if in := r.inflight[controller+"\x00"+key]; in != nil {
@@ -351,7 +352,7 @@ func (r *Recorder) ReconcileDone(controller, key string, record bool) {
 	rec := properties.Reconcile{At: in.at, Controller: controller, Key: key, News: in.news}
 	switch in.outcome {
 	case OutcomeRateLimited:
-		rec.Err, rec.Requeue = "requeued with back-off", true
+		rec.Err, rec.Requeue, rec.Backoff = "requeued with back-off", true, in.after
 	case OutcomeRequeueAfter:
 		rec.RequeueAfter = in.after
 	}
