@@ -121,13 +121,13 @@ func TestMerge(t *testing.T) {
 	a, b, c := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")
 	fail := &junitProblem{Message: "converges: not within 30s", Type: "converges", Text: "property converges"}
 	shardOutput(t, a, runSummary{Plans: 4, Failures: 1, ShrinkRuns: 6, Seed: 9, Shard: "0/3"}, junitCase{Failure: fail}, "converges-1.yaml")
-	shardOutput(t, b, runSummary{Plans: 4, Again: 1, Seed: 9, Shard: "1/3"}, junitCase{}, "")
+	shardOutput(t, b, runSummary{Plans: 4, Again: 1, NotJudged: 2, Seed: 9, Shard: "1/3"}, junitCase{}, "")
 	shardOutput(t, c, runSummary{Plans: 3, Failures: 1, ShrinkRuns: 2, Seed: 9, Shard: "2/3"}, junitCase{Failure: fail}, "converges-1.yaml")
 
 	out := filepath.Join(root, "merged")
 	code, stdout, stderr := kubeprop(t, "merge", out, a, b, c)
 	require.Equal(t, exitFailed, code)
-	require.Regexp(t, `^11 plans \(and 1 drawn again, not run twice\), 2 failures, 8 shrink runs, 1m0s, seed 9, 3 runs merged\n$`, stdout)
+	require.Regexp(t, `^11 plans \(and 1 drawn again, not run twice\), 2 failures \(2 plans not judged\), 8 shrink runs, 1m0s, seed 9, 3 runs merged\n$`, stdout)
 	renamed := filepath.Join(out, "testdata", "kubeprop", "spec", "converges-1.2.yaml")
 	require.Contains(t, stderr, "is written as "+renamed+": the name was taken")
 	for _, f := range []string{"converges-1.yaml", "converges-1.html", "converges-1.2.yaml", "converges-1.2.html"} {
@@ -148,7 +148,7 @@ func TestMerge(t *testing.T) {
 	require.Equal(t, []string{"spec [shard 0/3]", "spec [shard 1/3]", "spec [shard 2/3]"}, []string{suite.Cases[0].Name, suite.Cases[1].Name, suite.Cases[2].Name})
 	sum, err := summaryOf(suite.Properties)
 	require.NoError(t, err)
-	require.Equal(t, runSummary{Plans: 11, Again: 1, Failures: 2, ShrinkRuns: 8, Seed: 9}, sum)
+	require.Equal(t, runSummary{Plans: 11, Again: 1, Failures: 2, ShrinkRuns: 8, NotJudged: 2, Seed: 9}, sum)
 
 	// One run's folder given twice: its test case and scenario renamed.
 	e := filepath.Join(root, "e")

@@ -130,6 +130,9 @@ func writeJUnit(path string, suite junitSuite) error {
 // keeps it as properties, for kubeprop merge to add up.
 type runSummary struct {
 	Plans, Again, Failures, ShrinkRuns int64
+	// NotJudged: plans that held only because a deadline property could
+	// not judge them (a retry the work queue owes past its deadline).
+	NotJudged int64
 	Seed                               uint64
 	Shard                              string // I/N; empty: the whole search
 }
@@ -140,7 +143,11 @@ func (s runSummary) line(took time.Duration) string {
 	if s.Again > 0 {
 		plans += fmt.Sprintf(" (and %d drawn again, not run twice)", s.Again)
 	}
-	line := fmt.Sprintf("%s, %d failures, %d shrink runs, %s, seed %d", plans, s.Failures, s.ShrinkRuns, took.Round(time.Second), s.Seed)
+	failures := fmt.Sprint(s.Failures, " failures")
+	if s.NotJudged > 0 {
+		failures += fmt.Sprintf(" (%d plans not judged)", s.NotJudged)
+	}
+	line := fmt.Sprintf("%s, %s, %d shrink runs, %s, seed %d", plans, failures, s.ShrinkRuns, took.Round(time.Second), s.Seed)
 	if s.Shard != "" {
 		line += ", shard " + s.Shard
 	}
@@ -153,6 +160,7 @@ const (
 	propAgain      = "kubeprop.drawn-again"
 	propFailures   = "kubeprop.failures"
 	propShrinkRuns = "kubeprop.shrink-runs"
+	propNotJudged  = "kubeprop.not-judged"
 	propSeed       = "kubeprop.seed"
 	propShard      = "kubeprop.shard"
 )
@@ -160,7 +168,7 @@ const (
 func (s runSummary) properties() []junitProperty {
 	props := []junitProperty{
 		{propPlans, fmt.Sprint(s.Plans)}, {propAgain, fmt.Sprint(s.Again)}, {propFailures, fmt.Sprint(s.Failures)},
-		{propShrinkRuns, fmt.Sprint(s.ShrinkRuns)}, {propSeed, fmt.Sprint(s.Seed)},
+		{propShrinkRuns, fmt.Sprint(s.ShrinkRuns)}, {propNotJudged, fmt.Sprint(s.NotJudged)}, {propSeed, fmt.Sprint(s.Seed)},
 	}
 	if s.Shard != "" {
 		props = append(props, junitProperty{propShard, s.Shard})
@@ -183,6 +191,8 @@ func summaryOf(props []junitProperty) (runSummary, error) {
 			s.Failures, err = strconv.ParseInt(p.Value, 10, 64)
 		case propShrinkRuns:
 			s.ShrinkRuns, err = strconv.ParseInt(p.Value, 10, 64)
+		case propNotJudged:
+			s.NotJudged, err = strconv.ParseInt(p.Value, 10, 64)
 		case propSeed:
 			s.Seed, err = strconv.ParseUint(p.Value, 10, 64)
 		case propShard:

@@ -186,7 +186,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	finish := func(tc junitCase, code int) int {
 		tc.Name = name
 		took := time.Since(started)
-		sum := runSummary{Plans: cases.Load(), Again: again.Load(), Failures: failing.Load(), ShrinkRuns: shrinkRuns.Load(), Seed: opts.Seed, Shard: opts.Shard.String()}
+		sum := runSummary{Plans: cases.Load(), Again: again.Load(), Failures: failing.Load(), ShrinkRuns: shrinkRuns.Load(), NotJudged: unjudged.Load(), Seed: opts.Seed, Shard: opts.Shard.String()}
 		junit.add(tc, took)
 		if err := junit.write(sum); err != nil {
 			code = badInput(stderr, err)
@@ -247,7 +247,9 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	if f == nil {
 		fmt.Fprintf(stdout, "PASS %s: every property held on %d plans\n", name, cases.Load())
 		if n := unjudged.Load(); n > 0 {
-			fmt.Fprintf(stdout, "  but %d of them held for want of a judgement (a retry the work queue owes past a deadline): see \"not judged\" in the log\n", n)
+			held := fmt.Sprintf("but %d of them held for want of a judgement (a retry the work queue owes past a deadline): see \"not judged\" in the log", n)
+			fmt.Fprintln(stdout, "  "+held)
+			return finish(junitCase{SystemOut: held}, exitPass)
 		}
 		return finish(junitCase{}, exitPass)
 	}

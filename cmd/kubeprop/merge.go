@@ -147,6 +147,7 @@ func (m *merger) add(path string, suite junitSuite) {
 	m.sum.Again += sum.Again
 	m.sum.Failures += sum.Failures
 	m.sum.ShrinkRuns += sum.ShrinkRuns
+	m.sum.NotJudged += sum.NotJudged
 	took, _ := strconv.ParseFloat(suite.Time, 64)
 	m.took = max(m.took, time.Duration(took*float64(time.Second)))
 	for _, c := range suite.Cases {
