@@ -292,6 +292,7 @@ func TestCheckFindsShrinksAndReplays(t *testing.T) {
 	tb = expectFailure(t, func(tb *failureRecorder) { harness.Replay(tb, env, widgetSpec(false), files[0]) })
 	require.True(t, tb.Failed())
 	require.Contains(t, tb.output(), "property quiescent held, but the scenario expects it to fail")
+	require.Contains(t, tb.output(), "this replay's log", "where the replay that passed keeps its log, or how to keep it")
 }
 
 // TestRunControllerFaults runs the faults that act on the controller itself

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -125,7 +126,7 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 	case scenario.Pass:
 		for i, rep := range reps {
 			for _, f := range rep.Failures {
-				t.Errorf("kubeprop: %s (replaying %s%s, which expects every property to hold)\n    timeline:%s", f.Message, file, of(i), timeline(rep))
+				t.Errorf("kubeprop: %s (replaying %s%s, which expects every property to hold)\n    timeline:%s%s", f.Message, file, of(i), timeline(rep), replayEvidence(artifactDir(t), file, rep))
 			}
 		}
 		if n > 1 {
@@ -143,13 +144,41 @@ func replay(t TB, env *Env, spec Spec, file string, show bool, count int) {
 		case reproduced >= need:
 			t.Logf("kubeprop: %s reproduced %d of %d (%s)", file, reproduced, n, reps[0].Times)
 		case reproduced == 0:
-			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass (or replay with -kubeprop.update)\n    timeline:%s",
-				file, s.Expect.Property, inAll(n), timeline(reps[missed]))
+			t.Errorf("kubeprop: replaying %s, property %s held%s, but the scenario expects it to fail; if the bug is fixed, set expect.outcome to pass (or replay with -kubeprop.update)\n    timeline:%s%s",
+				file, s.Expect.Property, inAll(n), timeline(reps[missed]), replayEvidence(artifactDir(t), file, reps[missed]))
 		default:
-			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered (-kubeprop.update), or a look at what it now depends on\n    timeline of a replay that passed:%s",
-				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, s.Expect.Share(), timeline(reps[missed]))
+			t.Errorf("kubeprop: replaying %s, property %s failed in %d of %d replays (%.2f), and the scenario expects at least %d (expect.rate %v); a plan that reproduces less often than it did needs its rate lowered (-kubeprop.update), or a look at what it now depends on\n    timeline of a replay that passed:%s%s",
+				file, s.Expect.Property, reproduced, n, float64(reproduced)/float64(n), need, s.Expect.Share(), timeline(reps[missed]), replayEvidence(artifactDir(t), file, reps[missed]))
 		}
 	}
+}
+
+// artifactDir is the test's folder for what it keeps (testing.T's
+// ArtifactDir) when go test was given -artifacts; empty otherwise, or
+// when t has none (a plain rapid.TB).
+func artifactDir(t TB) string {
+	a, ok := t.(interface{ ArtifactDir() string })
+	if f := flag.Lookup("test.artifacts"); !ok || f == nil || f.Value.String() != "true" {
+		return ""
+	}
+	return a.ArtifactDir()
+}
+
+// replayEvidence saves the log, events and objects of a replay that did
+// not do what its scenario expects in dir, named after the scenario (the
+// files beside it are another run's), and returns the lines that say
+// where; with no dir, the line says how to keep them. What the replay
+// did differently is what a maintainer asks first.
+func replayEvidence(dir, file string, rep *Report) string {
+	if dir == "" {
+		return "\n    (go test -artifacts keeps this replay's log, events and objects)"
+	}
+	path := filepath.Join(dir, filepath.Base(file))
+	if err := rep.SaveEvidence(path); err != nil {
+		return fmt.Sprintf("\n    (this replay's log, events and objects not saved: %v)", err)
+	}
+	log, events, objects := scenario.Evidence(path)
+	return fmt.Sprintf("\n    this replay's log: %s\n    its events:        %s\n    its objects:       %s", log, events, objects)
 }
 
 // expectationOf is what the replays reps saw, as a scenario expects it:
