@@ -109,26 +109,32 @@ func (tr *Trace) queueRetries() []queueRetry {
 	// at its first refused write. A write that succeeded since the last
 	// failure and is refused now is a step the reconcile had passed: the
 	// queue had forgotten the item, and the count begins again.
+	// The kinds of write that succeeded since the last failure: a few,
+	// searched in a slice (a trace holds thousands of requests, and a
+	// map's hashing was most of a check's time).
+	type writeKind struct{ verb, resource, subresource string }
 	var failures int
 	var last *Request
-	succeeded := map[string]bool{}
+	var succeeded []writeKind
 	for i := range tr.Requests {
 		r := &tr.Requests[i]
 		if r.User != tr.Controller || !r.ChangesState() {
 			continue
 		}
-		kind := r.Verb + " " + r.ResourcePath()
+		kind := writeKind{r.Verb, r.Resource, r.Subresource}
 		if r.Code < 400 || r.Verb == "delete" && r.Code == 404 {
-			succeeded[kind] = true
+			if !slices.Contains(succeeded, kind) {
+				succeeded = append(succeeded, kind)
+			}
 			if last != nil && r.At.Sub(last.At) > retryBurstSpan {
 				last = nil // the queue came back, and the write went through
 			}
 			continue
 		}
-		if succeeded[kind] || last == nil || anyIn(starts, last.At, r.At) {
+		if slices.Contains(succeeded, kind) || last == nil || anyIn(starts, last.At, r.At) {
 			failures = 0
 		}
-		clear(succeeded)
+		succeeded = succeeded[:0]
 		failures++
 		last = r
 	}
