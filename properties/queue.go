@@ -109,6 +109,7 @@ func (tr *Trace) queueRetries() []queueRetry {
 	// at its first refused write. A write that succeeded since the last
 	// failure and is refused now is a step the reconcile had passed: the
 	// queue had forgotten the item, and the count begins again.
+	//
 	// The kinds of write that succeeded since the last failure: a few,
 	// searched in a slice (a trace holds thousands of requests, and a
 	// map's hashing was most of a check's time).
