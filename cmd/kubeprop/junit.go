@@ -133,8 +133,8 @@ type runSummary struct {
 	// NotJudged: plans that held only because a deadline property could
 	// not judge them (a retry the work queue owes past its deadline).
 	NotJudged int64
-	Seed                               uint64
-	Shard                              string // I/N; empty: the whole search
+	Seed      uint64
+	Shard     string // I/N; empty: the whole search
 }
 
 // line is the summary line of a run that took took.
