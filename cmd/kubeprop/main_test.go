@@ -329,6 +329,13 @@ func TestRayOperator(t *testing.T) {
 		code, stdout, stderr := kubeprop(t, "replay", "-count", "2", generic+"head-address.yaml", generic+"queue-backoff.yaml")
 		require.Equal(t, exitPass, code, "%s\n%s", stdout, stderr)
 		require.Contains(t, stdout, "2 scenarios, 0 failures")
-		require.Contains(t, stdout, "but not judged in 2 of 2: matches-reference not judged: the controller's reconcile (its last refused write: update rayclusters/status raycluster-mini) failed", "the storm's retry is owed past the deadline")
+		// queue-backoff.yaml failed 3 of 3 before a retry the work queue
+		// owes was judged. Whether the storm leaves one owed past the
+		// deadline depends on how many of its refusals the operator met
+		// (1 or 2 of 2 under make test's load): a replay without one
+		// converges, and passes judged.
+		if strings.Contains(stdout, "not judged") {
+			require.Regexp(t, `but not judged in [12] of 2: matches-reference not judged: the controller's reconcile \(its last refused write: update rayclusters/status raycluster-mini\) failed \d+ times in a row`, stdout, "the storm's retry is owed past the deadline")
+		}
 	})
 }
