@@ -505,7 +505,7 @@ func attemptsByTarget(tr *Trace) []target {
 		return i
 	}
 	for _, r := range tr.Reconciles {
-		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0), news: r.News}, true)
+		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.failed(), news: r.News}, true)
 	}
 	reconciles := reconcileStartsOf(tr.Reconciles)
 	// The reconcile each request target was last tried in: a reconcile
@@ -522,8 +522,7 @@ func attemptsByTarget(tr *Trace) []target {
 			obj += " " + r.Name
 			shown += " " + cmp.Or(generated[r.Name], r.Name)
 		}
-		// Deleting what is already gone reached the goal.
-		failed := r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404)
+		failed := r.refused()
 		news := false
 		if rec, ok := reconciles.latestAt(r.At); ok {
 			last, tried := triedIn[r.Verb+" "+obj]

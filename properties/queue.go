@@ -92,7 +92,7 @@ func (tr *Trace) queueRetries() []queueRetry {
 			if _, ok := byKey[key]; !ok {
 				keys = append(keys, key)
 			}
-			byKey[key] = append(byKey[key], attempt{at: r.At, failed: r.Err != "" || (r.Requeue && r.RequeueAfter == 0)})
+			byKey[key] = append(byKey[key], attempt{at: r.At, failed: r.failed()})
 			backoff[key] = r.Backoff
 		}
 		for _, key := range keys {
@@ -123,7 +123,7 @@ func (tr *Trace) queueRetries() []queueRetry {
 			continue
 		}
 		kind := writeKind{r.Verb, r.Resource, r.Subresource}
-		if r.Code < 400 || r.Verb == "delete" && r.Code == 404 {
+		if !r.refused() {
 			if !slices.Contains(succeeded, kind) {
 				succeeded = append(succeeded, kind)
 			}

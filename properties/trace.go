@@ -191,6 +191,11 @@ func (r Request) ChangesState() bool {
 // record of what happened), which every healthy controller keeps making.
 func (r Request) bookkeeping() bool { return r.Resource == "leases" || r.Resource == "events" }
 
+// refused reports whether the request failed as an attempt: the API
+// server answered with an error, but for a delete of what is already gone,
+// which reached its goal.
+func (r Request) refused() bool { return r.Code >= 400 && !(r.Verb == "delete" && r.Code == 404) }
+
 // ResourcePath is the request's resource and subresource, as
 // "pods/status".
 func (r Request) ResourcePath() string {
@@ -217,6 +222,11 @@ type Reconcile struct {
 	// retry (an informer's events bypass the work queue's back-off).
 	News bool
 }
+
+// failed reports whether the reconcile failed as an attempt: it returned
+// an error or asked for a requeue with back-off (a RequeueAfter is a
+// timer, not a retry).
+func (r Reconcile) failed() bool { return r.Err != "" || r.Requeue && r.RequeueAfter == 0 }
 
 // Exec is one command run in a container through pods/exec, as the
 // simulated kubelet answered it.
