@@ -209,7 +209,8 @@ func (l recordingLimiter) When(item reconcile.Request) time.Duration {
 }
 
 // requeued notes an item's back-off of d: in the trace, as its reconcile's
-// (AddRateLimited asks the limiter while the reconcile is under way).
+// outcome (AddRateLimited asks the limiter, and only then, while the
+// reconcile is under way: the one place a requeue with back-off shows).
 func (q *recordingQueue) requeued(item reconcile.Request, d time.Duration) {
 	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRateLimited, d)
 	if d > q.quiet {
@@ -247,11 +248,6 @@ func (q *recordingQueue) Get() (reconcile.Request, bool) {
 func (q *recordingQueue) Add(item reconcile.Request) {
 	q.rec.Added(q.name, item.String())
 	q.TypedRateLimitingInterface.Add(item)
-}
-
-func (q *recordingQueue) AddRateLimited(item reconcile.Request) {
-	q.rec.ReconcileOutcome(q.name, item.String(), record.OutcomeRateLimited, 0)
-	q.TypedRateLimitingInterface.AddRateLimited(item)
 }
 
 func (q *recordingQueue) AddAfter(item reconcile.Request, d time.Duration) {
