@@ -505,7 +505,7 @@ func attemptsByTarget(tr *Trace) []target {
 		return i
 	}
 	for _, r := range tr.Reconciles {
-		add("reconcile of "+nameOf(r.Key), "reconcile of "+nameOf(r.Key), attempt{at: r.At, failed: r.failed(), news: r.News}, true)
+		add(reconcileTarget(r.Key), reconcileTarget(r.Key), attempt{at: r.At, failed: r.failed(), news: r.News}, true)
 	}
 	reconciles := reconcileStartsOf(tr.Reconciles)
 	// The reconcile each request target was last tried in: a reconcile
@@ -566,6 +566,11 @@ func replacedFailingPod(tr *Trace, r Request, lastPods func() map[string]*unstru
 	}
 	return owner.Kind + " " + owner.Name
 }
+
+// reconcileTarget names the reconciles of a key as a target: bounded-
+// backoff's and the work queue's owed retries (queueRetries) by the same
+// name, which is how the first finds the second's.
+func reconcileTarget(key string) string { return "reconcile of " + nameOf(key) }
 
 // nameOf drops the namespace from a namespace/name key.
 func nameOf(key string) string {

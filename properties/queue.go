@@ -97,7 +97,7 @@ func (tr *Trace) queueRetries() []queueRetry {
 		}
 		for _, key := range keys {
 			_, k, _ := strings.Cut(key, "\x00")
-			owe("reconcile of "+nameOf(k), byKey[key], backoff[key])
+			owe(reconcileTarget(k), byKey[key], backoff[key])
 		}
 		return out
 	}
