@@ -219,9 +219,9 @@ func TestIdle(t *testing.T) {
 	require.False(t, r.Idle())
 	r.Restart(-1)
 	require.True(t, r.Idle())
-	// A failed reconcile: AddRateLimited, then the limiter's delay.
+	// A failed reconcile: AddRateLimited asks the limiter, which records
+	// its delay.
 	r.ReconcileStarted("podset", "ns/web")
-	r.ReconcileOutcome("podset", "ns/web", OutcomeRateLimited, 0)
 	r.ReconcileOutcome("podset", "ns/web", OutcomeRateLimited, 40*time.Millisecond)
 	r.ReconcileDone("podset", "ns/web", true)
 	tr := r.Trace(nil, false)
